@@ -1,0 +1,137 @@
+#include "groups/family.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include <fmt/core.h>
+
+namespace routelab {
+
+namespace {
+
+const std::string& value_of(const Params& p, const std::string& flag) {
+  auto it = p.find(flag);
+  if (it == p.end()) throw BadInput(flag, "a value is required");
+  return it->second;
+}
+
+double parse_double(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v))
+    throw BadInput(flag, fmt::format("'{}' is not a finite number", text));
+  return v;
+}
+
+}  // namespace
+
+bool has_param(const Params& p, const std::string& flag) { return p.count(flag) > 0; }
+
+double param_double(const Params& p, const std::string& flag) { return parse_double(flag, value_of(p, flag)); }
+
+long long param_int(const Params& p, const std::string& flag) {
+  const std::string& text = value_of(p, flag);
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0') throw BadInput(flag, fmt::format("'{}' is not an integer", text));
+  return v;
+}
+
+std::vector<double> param_double_list(const Params& p, const std::string& flag) {
+  std::vector<double> out;
+  std::stringstream ss(value_of(p, flag));
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(parse_double(flag, item));
+  if (out.empty()) throw BadInput(flag, "a comma-separated list of numbers");
+  return out;
+}
+
+long long require_int(const Params& p, const std::string& flag, long long lo, const std::string& accepts) {
+  long long v;
+  try {
+    v = param_int(p, flag);
+  } catch (const BadInput&) {
+    throw BadInput(flag, fmt::format("'{}' is not accepted; {}", value_of(p, flag), accepts));
+  }
+  if (v < lo) throw BadInput(flag, fmt::format("{} is not accepted; {}", v, accepts));
+  return v;
+}
+
+double require_double(const Params& p, const std::string& flag, double lo, double hi, bool open_lo,
+                      const std::string& accepts) {
+  double v;
+  try {
+    v = param_double(p, flag);
+  } catch (const BadInput&) {
+    throw BadInput(flag, fmt::format("'{}' is not accepted; {}", value_of(p, flag), accepts));
+  }
+  if (v < lo || v > hi || (open_lo && v == lo))
+    throw BadInput(flag, fmt::format("{} is not accepted; {}", value_of(p, flag), accepts));
+  return v;
+}
+
+const std::vector<FlagSpec>& family_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"family", "householder", "step law (see `routelab families`)"},
+      {"d", "8", "dimension"},
+      {"a", "1", "half-width of the uniform angle increment U[-a, a] (so2, givens, skewexp)"},
+      {"omega", "0", "deterministic drift added to every so2 angle increment"},
+      {"rope-base", "", "so2: per-block half-widths a_b = base^(-2b/d) instead of --a"},
+      {"normals", "sphere", "householder/dithered normals: sphere, coordinate or gaussian"},
+      {"aniso", "4", "gaussian normals: standard deviations spread geometrically over [1, K]"},
+      {"theta", "1.5707963267948966", "axis3: fixed rotation angle in (0, pi)"},
+      {"lambdas", "0.3,1,2.5", "skewexp: eigenvalue magnitudes of A (d = 2 x count)"},
+      {"tau", "0.5", "heat/dithered: Brownian time (generator Laplacian/2, metric tr(X^T Y)/2)"},
+      {"heat-h", "0.005", "heat/dithered: geodesic-walk step for d >= 4"},
+      {"kappa", "1", "fisher: A = kappa I"},
+      {"r", "1.5", "lieball: radius of the ball in so(d), in the metric tr(X^T Y)/2"},
+      {"density", "uniform", "lieball: uniform or bump (smooth, compactly supported)"},
+      {"group", "so", "haar: o or so"},
+      {"sign", "minus", "dithered: minus (reflection x heat step) or mixed (reflection w.p. 1/2)"},
+  };
+  return flags;
+}
+
+const std::vector<FamilyInfo>& families() {
+  static const std::vector<FamilyInfo> list = {
+      {"so2", "B = d/2 SO(2) blocks, angle increments omega + U[-a_b, a_b] (Example 1)",
+       {"d", "a", "omega", "rope-base"}, "+1", make_so2},
+      {"givens", "rotation by U[-a, a] in a uniformly chosen coordinate plane (Example 3)", {"d", "a"}, "+1",
+       make_givens},
+      {"householder", "reflection I - 2 v v^T, v from --normals (Example 2, Remark 3)",
+       {"d", "normals", "aniso"}, "-1", make_householder},
+      {"axis3", "d = 3B, each 3D block rotated by --theta about a uniform axis (Example 4)", {"d", "theta"}, "+1",
+       make_axis3},
+      {"skewexp", "exp(eps A), eps ~ U[-a, a], A skew with eigenvalues +-i lambda_j (Example 5)",
+       {"d", "a", "lambdas"}, "+1", make_skewexp},
+      {"heat", "Brownian motion on SO(d) at time --tau (heat kernel)", {"d", "tau", "heat-h"}, "+1", make_heat},
+      {"fisher", "Matrix-Fisher on SO(d), A = kappa I", {"d", "kappa"}, "+1", make_fisher},
+      {"lieball", "exp(X), X with compactly supported density in a ball of radius --r in so(d)",
+       {"d", "r", "density"}, "+1", make_lieball},
+      {"haar", "Haar on O(d) or SO(d) (QR of a Gaussian with the sign fix)", {"d", "group"}, "mixed or +1",
+       make_haar},
+      {"dithered", "reflection L_t times heat step G_t (Example 6)", {"d", "normals", "aniso", "tau", "heat-h", "sign"},
+       "-1 or mixed", make_dithered},
+      {"nonnormal", "d = 3: a fixed rotation w.p. 1/2, else H(e_1); E[M] not normal (Theorem 3)", {"d"}, "mixed",
+       make_nonnormal},
+  };
+  return list;
+}
+
+const FamilyInfo& family_info(const std::string& name) {
+  std::string names;
+  for (const auto& f : families()) {
+    if (f.name == name) return f;
+    names += (names.empty() ? "" : ", ") + f.name;
+  }
+  throw BadInput("family", fmt::format("unknown family '{}'; accepts {}", name, names));
+}
+
+std::unique_ptr<StepLaw> make_step_law(const Params& p) {
+  auto it = p.find("family");
+  if (it == p.end()) throw BadInput("family", "a family name is required");
+  return family_info(it->second).make(p);
+}
+
+}  // namespace routelab

@@ -1,0 +1,32 @@
+// Haar measure on O(d) or SO(d) (sampler S1, Mezzadri 2007): QR of a matrix
+// of i.i.d. N(0,1) entries, Q <- Q diag(sign R_jj); for SO(d), negate column 0
+// when det Q < 0. Without the sign fix the law is not Haar.
+#pragma once
+
+#include "groups/step_law.h"
+
+namespace routelab {
+
+// One Haar draw on O(d) (special = false) or SO(d) (special = true).
+Mat haar_sample(Stream& s, int d, bool special);
+
+class Haar : public StepLaw {
+ public:
+  Haar(int d, bool special) : StepLaw(d), special_(special) {}
+  std::string family() const override { return "haar"; }
+  DetClass det_class() const override { return special_ ? DetClass::plus : DetClass::mixed; }
+  int step_size() const override { return dim() * dim(); }  // the matrix, column-major
+  void draw(Stream& s, double* step) const override;
+  void apply(const double* step, double* x) const override;
+  void apply_matrix(const double* step, Mat& P) const override;
+  std::optional<Mat> mean() const override { return Mat(Mat::Zero(dim(), dim())); }
+  std::optional<Mat> second_moment() const override;
+  std::string closed_form_text() const override {
+    return "E[U] = 0; (x+1)/2 ~ Beta((d-1)/2, (d-1)/2) for x = q^T U k; E (tr U)^2 = 1 (2 on SO(2))";
+  }
+
+ private:
+  bool special_;
+};
+
+}  // namespace routelab

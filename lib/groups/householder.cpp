@@ -1,0 +1,112 @@
+#include "groups/householder.h"
+
+#include <cmath>
+
+#include <boost/math/quadrature/exp_sinh.hpp>
+#include <unsupported/Eigen/KroneckerProduct>
+#include <fmt/core.h>
+
+#include "theory/step_gaps.h"
+#include "theory/trace_moments.h"
+
+namespace routelab {
+
+NormalSampler::NormalSampler(NormalLaw law, int d, double aniso) : law(law) {
+  if (law == NormalLaw::gaussian) {
+    sigma.resize(d);
+    for (int i = 0; i < d; ++i) sigma(i) = d == 1 ? 1.0 : std::pow(aniso, double(i) / (d - 1));
+  }
+}
+
+void NormalSampler::draw(Stream& s, double* v, int d) const {
+  if (law == NormalLaw::coordinate) {
+    for (int i = 0; i < d; ++i) v[i] = 0.0;
+    // The sign of +-e_i does not change H; draw it anyway so the normal's
+    // law is the one Remark 3 states.
+    const uint64_t k = s.below(2 * uint64_t(d));
+    v[k >> 1] = (k & 1) ? -1.0 : 1.0;
+    return;
+  }
+  s.normals(v, d);
+  double norm2 = 0;
+  for (int i = 0; i < d; ++i) {
+    if (law == NormalLaw::gaussian) v[i] *= sigma(i);
+    norm2 += v[i] * v[i];
+  }
+  const double inv = 1.0 / std::sqrt(norm2);
+  for (int i = 0; i < d; ++i) v[i] *= inv;
+}
+
+Vec NormalSampler::second_moment_diagonal(int d) const {
+  if (law != NormalLaw::gaussian) return Vec::Constant(d, 1.0 / d);
+  // E[g_i^2 / |g|^2] = int_0^inf s_i^2 (1 + 2t s_i^2)^(-3/2) prod_{j != i} (1 + 2t s_j^2)^(-1/2) dt,
+  // from 1/S = int exp(-tS) dt and the Gaussian moment generating function.
+  boost::math::quadrature::exp_sinh<double> integrator;
+  Vec out(d);
+  for (int i = 0; i < d; ++i) {
+    auto f = [&](double t) {
+      double v = sigma(i) * sigma(i) / (1.0 + 2.0 * t * sigma(i) * sigma(i));
+      for (int j = 0; j < d; ++j) v /= std::sqrt(1.0 + 2.0 * t * sigma(j) * sigma(j));
+      return v;
+    };
+    out(i) = integrator.integrate(f, 1e-14);
+  }
+  return out;
+}
+
+NormalSampler parse_normals(const Params& p, int d) {
+  const std::string& name = p.at("normals");
+  if (name == "sphere") return NormalSampler(NormalLaw::sphere, d, 1.0);
+  if (name == "coordinate") return NormalSampler(NormalLaw::coordinate, d, 1.0);
+  if (name == "gaussian") {
+    const double aniso = require_double(p, "aniso", 1.0, 1e6, false, "a spread K >= 1 (standard deviations 1..K)");
+    return NormalSampler(NormalLaw::gaussian, d, aniso);
+  }
+  throw BadInput("normals", fmt::format("unknown law '{}'; accepts sphere, coordinate, gaussian", name));
+}
+
+void householder_step(const double* v, double* x, int d) {
+  double dot = 0;
+  for (int i = 0; i < d; ++i) dot += v[i] * x[i];
+  const double c = 2.0 * dot;
+  for (int i = 0; i < d; ++i) x[i] -= c * v[i];
+}
+
+void Householder::apply_matrix(const double* step, Mat& P) const {
+  // P <- P - 2 v (v^T P): one matrix-vector product and one rank-1 update.
+  Eigen::Map<const Vec> v(step, dim());
+  Eigen::RowVectorXd w = v.transpose() * P;
+  P.noalias() -= 2.0 * v * w;
+}
+
+// Example 2
+std::optional<Mat> Householder::mean() const {
+  return theory::householder_mean(normals_.second_moment_diagonal(dim()));
+}
+
+std::optional<Mat> Householder::second_moment() const {
+  const int d = dim();
+  if (normals_.law == NormalLaw::sphere) return theory::householder_uniform_second_moment(d);  // Proposition 2
+  if (normals_.law == NormalLaw::coordinate) {                                                   // Remark 3
+    Mat T = Mat::Zero(d * d, d * d);
+    for (int i = 0; i < d; ++i) {
+      Mat H = Mat::Identity(d, d);
+      H(i, i) = -1.0;
+      T += Eigen::kroneckerProduct(H, H).eval() / double(d);
+    }
+    return T;
+  }
+  return std::nullopt;  // needs fourth moments of the angular Gaussian
+}
+
+std::string Householder::closed_form_text() const {
+  return "E[H] = I - 2 Sigma_nu; beta = max_j |1 - 2 mu_j(Sigma_nu)| (uniform: |1 - 2/d|); "
+         "E tr P_n = d(1-2/d)^n; E(tr P_n)^2: Proposition 2 (sphere), d + d(d-1)(1-4/d)^n (coordinate)";
+}
+
+std::unique_ptr<StepLaw> make_householder(const Params& p) {
+  const int d = int(require_int(p, "d", 2, "an integer d >= 2"));
+  return std::make_unique<Householder>(d, parse_normals(p, d));
+}
+
+}  // namespace routelab

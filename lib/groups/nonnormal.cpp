@@ -1,0 +1,32 @@
+#include "groups/nonnormal.h"
+
+#include <cmath>
+
+#include "groups/axis3.h"
+#include "groups/family.h"
+
+namespace routelab {
+
+namespace {
+const double kAxis[3] = {0.6, 0.0, 0.8};
+}
+
+void NonNormal::apply(const double* step, double* x) const {
+  if (step[0] == 0.0)
+    rodrigues_rotate(kAxis, std::cos(1.0), std::sin(1.0), x);
+  else
+    x[0] = -x[0];
+}
+
+std::optional<Mat> NonNormal::mean() const {
+  const double zero = 0.0, one = 1.0;
+  return Mat((matrix(&zero) + matrix(&one)) / 2.0);
+}
+
+std::unique_ptr<StepLaw> make_nonnormal(const Params& p) {
+  if (require_int(p, "d", 3, "d = 3 (the example is three-dimensional)") != 3)
+    throw BadInput("d", "nonnormal accepts only d = 3");
+  return std::make_unique<NonNormal>();
+}
+
+}  // namespace routelab

@@ -1,0 +1,62 @@
+#include "groups/so2.h"
+
+#include <cmath>
+
+#include "groups/family.h"
+#include "theory/step_gaps.h"
+
+namespace routelab {
+
+std::vector<double> rope_half_widths(int d, double base) {
+  std::vector<double> a(d / 2);
+  for (int b = 0; b < d / 2; ++b) a[b] = std::pow(base, -2.0 * b / d);
+  return a;
+}
+
+double wrap_angle(double theta) {
+  constexpr double two_pi = 2.0 * M_PI;
+  double w = std::fmod(theta + M_PI, two_pi);
+  if (w < 0) w += two_pi;
+  return w - M_PI;
+}
+
+void So2Blocks::draw(Stream& s, double* step) const {
+  for (int b = 0; b < blocks(); ++b) step[b] = omega_ + s.uniform(-a_[b], a_[b]);
+}
+
+void So2Blocks::apply(const double* step, double* x) const {
+  for (int b = 0; b < blocks(); ++b) {
+    const double c = std::cos(step[b]), s = std::sin(step[b]);
+    const double x0 = x[2 * b], x1 = x[2 * b + 1];
+    x[2 * b] = c * x0 - s * x1;
+    x[2 * b + 1] = s * x0 + c * x1;
+  }
+}
+
+// Example 1
+std::optional<Mat> So2Blocks::mean() const {
+  Mat m = Mat::Zero(dim(), dim());
+  for (int b = 0; b < blocks(); ++b) {
+    const double beta = theory::so2_uniform_harmonic(a_[b]);
+    const double c = std::cos(omega_), s = std::sin(omega_);
+    m(2 * b, 2 * b) = beta * c;
+    m(2 * b, 2 * b + 1) = -beta * s;
+    m(2 * b + 1, 2 * b) = beta * s;
+    m(2 * b + 1, 2 * b + 1) = beta * c;
+  }
+  return m;
+}
+
+std::unique_ptr<StepLaw> make_so2(const Params& p) {
+  const long long d = require_int(p, "d", 2, "an even integer d >= 2 (B = d/2 blocks)");
+  if (d % 2 != 0) throw BadInput("d", std::to_string(d) + " is odd; so2 accepts an even integer d >= 2 (B = d/2 blocks)");
+  const double omega = require_double(p, "omega", -1e6, 1e6, false, "a finite angle");
+  if (has_param(p, "rope-base") && !p.at("rope-base").empty()) {
+    const double base = require_double(p, "rope-base", 1.0, 1e12, true, "a base > 1, e.g. 10000");
+    return std::make_unique<So2Blocks>(int(d), rope_half_widths(int(d), base), omega);
+  }
+  const double a = require_double(p, "a", 0.0, 1e6, true, "a half-width a > 0");
+  return std::make_unique<So2Blocks>(int(d), std::vector<double>(d / 2, a), omega);
+}
+
+}  // namespace routelab

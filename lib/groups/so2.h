@@ -1,0 +1,38 @@
+// SO(2) blocks (Example 1): d = 2B, block b rotated by
+// psi_b = omega + U[-a_b, a_b], with a_b = a for every block or, with
+// --rope-base, a_b = base^(-2b/d) (the paper's "random" experimental variant).
+#pragma once
+
+#include "groups/step_law.h"
+
+namespace routelab {
+
+class So2Blocks : public StepLaw {
+ public:
+  So2Blocks(int d, std::vector<double> half_widths, double omega)
+      : StepLaw(d), a_(std::move(half_widths)), omega_(omega) {}
+  std::string family() const override { return "so2"; }
+  DetClass det_class() const override { return DetClass::plus; }
+  int blocks() const { return dim() / 2; }
+  int step_size() const override { return blocks(); }  // the B angles
+  void draw(Stream& s, double* step) const override;
+  void apply(const double* step, double* x) const override;
+  std::optional<Mat> mean() const override;
+  std::string closed_form_text() const override {
+    return "E[M] = diag_b (sin a_b / a_b) R(omega); beta = max_b |sin a_b / a_b|";
+  }
+  const std::vector<double>& half_widths() const { return a_; }
+  double omega() const { return omega_; }
+
+ private:
+  std::vector<double> a_;
+  double omega_;
+};
+
+// Per-block half-widths a_b = base^(-2b/d), b = 0..B-1.
+std::vector<double> rope_half_widths(int d, double base);
+
+// Wrap an accumulated angle to [-pi, pi) in double, before sin and cos.
+double wrap_angle(double theta);
+
+}  // namespace routelab

@@ -1,0 +1,72 @@
+// One interface for every step law on O(d).
+//
+// A step law draws i.i.d. orthogonal steps M_t from a counter-based stream and
+// applies them. Walks accumulate by left multiplication, P_n = M_n ... M_1, so
+// a vector propagates as x <- M x without ever forming P_n; since the steps
+// are i.i.d., P_n has the law of M_1 ... M_n used in the paper (CATALOGUE §1).
+//
+// A drawn step lives in a small flat buffer in the law's own parameterisation
+// (a Householder normal, a Givens plane and angle, B block angles, or a full
+// matrix); `apply` is the fast path on a vector, `apply_matrix` the same map on
+// every column of a matrix, so the vector and matrix paths agree exactly.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "rng/stream.h"
+
+namespace routelab {
+
+using Mat = Eigen::MatrixXd;
+using Vec = Eigen::VectorXd;
+
+// Which component of O(d) the steps live on.
+enum class DetClass { plus, minus, mixed };
+const char* det_class_name(DetClass c);
+
+class StepLaw {
+ public:
+  explicit StepLaw(int d) : d_(d) {}
+  virtual ~StepLaw() = default;
+
+  int dim() const { return d_; }
+  virtual std::string family() const = 0;
+  virtual DetClass det_class() const = 0;
+
+  // Size of one drawn step, in doubles.
+  virtual int step_size() const = 0;
+  virtual void draw(Stream& s, double* step) const = 0;
+  // x <- M x for the drawn step.
+  virtual void apply(const double* step, double* x) const = 0;
+  // P <- M P. The default applies `apply` to each column.
+  virtual void apply_matrix(const double* step, Mat& P) const;
+  // The step as a dense matrix.
+  Mat matrix(const double* step) const;
+
+  // Closed-form E[M], where the paper or the catalogue has one.
+  virtual std::optional<Mat> mean() const { return std::nullopt; }
+  // Closed-form E[M (x) M] (d^2 x d^2, acting as vec X -> vec(M X M^T)), where
+  // known: it gives E (tr P_n)^2 = tr(T^n).
+  virtual std::optional<Mat> second_moment() const { return std::nullopt; }
+  // beta = ||E M||_op (Assumption 1), from mean() unless overridden.
+  virtual std::optional<double> gap() const;
+  // For `routelab families`: the closed forms in words.
+  virtual std::string closed_form_text() const = 0;
+
+ private:
+  int d_;
+};
+
+// Reorthonormalise an accumulated product whose drift from O(d) exceeds tol
+// (||P^T P - I||_max); returns the drift measured before any correction.
+// Long products drift by about n * 1e-16; walks call this every 256 steps.
+double reorthonormalize_if_drifted(Mat& P, double tol = 1e-12);
+
+constexpr int kReorthonormalizeEvery = 256;
+
+}  // namespace routelab
