@@ -11,6 +11,8 @@ class Axis3 : public StepLaw {
   Axis3(int d, double theta) : StepLaw(d), theta_(theta) {}
   std::string family() const override { return "axis3"; }
   DetClass det_class() const override { return DetClass::plus; }
+  // Block-diagonal products never leave SO(3)^B.
+  HaarLimit haar_limit() const override { return dim() == 3 ? HaarLimit::yes : HaarLimit::no; }
   int step_size() const override { return dim(); }  // one unit axis per block
   void draw(Stream& s, double* step) const override;
   void apply(const double* step, double* x) const override;

@@ -11,6 +11,7 @@ class Givens : public StepLaw {
   Givens(int d, double a) : StepLaw(d), a_(a) {}
   std::string family() const override { return "givens"; }
   DetClass det_class() const override { return DetClass::plus; }
+  HaarLimit haar_limit() const override { return HaarLimit::yes; }
   int step_size() const override { return 3; }  // p, q, angle
   void draw(Stream& s, double* step) const override;
   void apply(const double* step, double* x) const override;

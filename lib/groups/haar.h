@@ -15,6 +15,7 @@ class Haar : public StepLaw {
   Haar(int d, bool special) : StepLaw(d), special_(special) {}
   std::string family() const override { return "haar"; }
   DetClass det_class() const override { return special_ ? DetClass::plus : DetClass::mixed; }
+  HaarLimit haar_limit() const override { return HaarLimit::yes; }
   int step_size() const override { return dim() * dim(); }  // the matrix, column-major
   void draw(Stream& s, double* step) const override;
   void apply(const double* step, double* x) const override;

@@ -40,6 +40,10 @@ class Householder : public StepLaw {
   std::optional<Mat> mean() const override;
   std::optional<Mat> second_moment() const override;
   std::string closed_form_text() const override;
+  // Proposition 2 (smooth normal density bounded below) vs Remark 3.
+  HaarLimit haar_limit() const override {
+    return normals_.law == NormalLaw::coordinate ? HaarLimit::no : HaarLimit::yes;
+  }
   const NormalSampler& normals() const { return normals_; }
 
  private:

@@ -14,6 +14,8 @@ class So2Blocks : public StepLaw {
   std::string family() const override { return "so2"; }
   DetClass det_class() const override { return DetClass::plus; }
   int blocks() const { return dim() / 2; }
+  // Block-diagonal products never leave the torus SO(2)^B.
+  HaarLimit haar_limit() const override { return dim() == 2 ? HaarLimit::yes : HaarLimit::no; }
   int step_size() const override { return blocks(); }  // the B angles
   void draw(Stream& s, double* step) const override;
   void apply(const double* step, double* x) const override;

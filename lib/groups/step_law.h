@@ -29,6 +29,10 @@ using Vec = Eigen::VectorXd;
 enum class DetClass { plus, minus, mixed };
 const char* det_class_name(DetClass c);
 
+// Whether the walk's law converges to Haar on its component (Theorem 4 under
+// Assumption 2), as far as the paper or the structure of the law says.
+enum class HaarLimit { yes, no, unknown };
+
 class StepLaw {
  public:
   explicit StepLaw(int d) : d_(d) {}
@@ -37,6 +41,13 @@ class StepLaw {
   int dim() const { return d_; }
   virtual std::string family() const = 0;
   virtual DetClass det_class() const = 0;
+
+  // Probability that one step has determinant -1; the mixed laws here reflect
+  // with probability 1/2.
+  virtual double minus_probability() const {
+    return det_class() == DetClass::plus ? 0.0 : det_class() == DetClass::minus ? 1.0 : 0.5;
+  }
+  virtual HaarLimit haar_limit() const { return HaarLimit::unknown; }
 
   // Size of one drawn step, in doubles.
   virtual int step_size() const = 0;

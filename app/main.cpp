@@ -1,0 +1,142 @@
+// routelab: the command line.
+//   routelab sim NAME [--flag value ...]   one simulation, tidy CSV
+//   routelab verify [--quick]              every catalogued check, a table
+//   routelab families                      the step laws and their closed forms
+//   routelab sims                          the simulations
+// Bad input: one line on stderr naming the flag and what it accepts, exit 2,
+// no output file.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <omp.h>
+
+#include "groups/family.h"
+#include "io/table.h"
+#include "sims/runner.h"
+#include "sims/verify.h"
+
+using namespace routelab;
+
+namespace {
+
+int bad_input(const std::string& message) {
+  std::fprintf(stderr, "routelab: %s\n", message.c_str());
+  return 2;
+}
+
+int cmd_sim(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::string names;
+    for (const auto& s : all_sims()) names += "  " + s.name + "  " + s.summary + "\n";
+    std::printf("routelab sim NAME [--flag value ...]\n\n%s", names.c_str());
+    return args.empty() ? 2 : 0;
+  }
+  const std::string name = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  for (const auto& a : rest)
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", sim_help(find_sim(name)).c_str());
+      return 0;
+    }
+  RunRequest req = parse_sim_args(name, rest);
+  const std::string out = req.out;
+  req.progress = isatty(2);
+  const auto start = std::chrono::steady_clock::now();
+  nlohmann::json config;
+  Table table = run_sim(req, &config);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (out.empty()) {
+    std::fputs(table.to_csv().c_str(), stdout);
+  } else {
+    write_file_atomic(out, table.to_csv());
+    write_sidecar(out, config, wall);
+  }
+  return 0;
+}
+
+int cmd_families() {
+  for (const auto& f : families()) {
+    Params p;
+    for (const auto& spec : family_flags()) p[spec.name] = spec.default_value;
+    p["family"] = f.name;
+    if (f.name == "axis3") p["d"] = "3";
+    if (f.name == "skewexp") p["d"] = "6";
+    if (f.name == "nonnormal" || f.name == "lieball" || f.name == "fisher") p["d"] = "3";
+    std::string flags;
+    for (const auto& fl : f.flags) flags += (flags.empty() ? "--" : " --") + fl;
+    std::printf("%s\n  %s\n  flags: %s\n  determinant: %s\n", f.name.c_str(), f.summary.c_str(), flags.c_str(),
+                f.det_class.c_str());
+    try {
+      std::printf("  closed forms: %s\n\n", make_step_law(p)->closed_form_text().c_str());
+    } catch (const BadInput& e) {
+      std::printf("  closed forms: (unavailable: %s)\n\n", e.what());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (!args.empty() && args[0] == "sim") return cmd_sim(std::vector<std::string>(args.begin() + 1, args.end()));
+
+    CLI::App app{"routelab: numerical checks of \"Why Do Accumulated Transformations Extrapolate?\""};
+    app.set_version_flag("--version", std::string(ROUTELAB_VERSION) + " (" + ROUTELAB_GIT_REV + ")");
+    app.require_subcommand(1);
+    auto* verify = app.add_subcommand("verify", "run every catalogued check and print a table");
+    bool quick = false;
+    int threads = omp_get_max_threads();
+    long long seed = 1;
+    std::string out;
+    verify->add_flag("--quick", quick, "small sizes (under a minute on two cores)");
+    verify->add_option("--threads", threads, "OpenMP threads")->check(CLI::PositiveNumber);
+    verify->add_option("--seed", seed, "seed")->check(CLI::NonNegativeNumber);
+    verify->add_option("--out", out, "also write every row as CSV");
+    app.add_subcommand("families", "list the step laws, their flags and closed forms");
+    app.add_subcommand("sims", "list the simulations");
+    app.add_subcommand("sim", "run one simulation (routelab sim NAME --help)");
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      std::string msg = e.what();
+      for (char& c : msg)
+        if (c == '\n') c = ' ';
+      return bad_input(msg + " (see routelab --help)");
+    }
+    if (app.got_subcommand("families")) return cmd_families();
+    if (app.got_subcommand("sims")) {
+      for (const auto& s : all_sims()) std::printf("%-14s %s\n", s.name.c_str(), s.summary.c_str());
+      return 0;
+    }
+    if (app.got_subcommand("verify")) {
+      const auto start = std::chrono::steady_clock::now();
+      VerifyResult r = run_verify(quick, threads, uint64_t(seed), isatty(2));
+      if (!out.empty()) {
+        write_file_atomic(out, r.rows.to_csv());
+        write_sidecar(out, {{"command", "verify"}, {"quick", quick}, {"seed", seed}, {"threads", threads}},
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+      std::fputs(format_verify_table(r).c_str(), stdout);
+      return r.failures == 0 ? 0 : 1;
+    }
+  } catch (const BadInput& e) {
+    return bad_input(e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "routelab: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

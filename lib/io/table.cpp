@@ -1,0 +1,87 @@
+#include "io/table.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+namespace routelab {
+
+void Table::add_row(const std::vector<std::pair<std::string, std::string>>& cells) {
+  std::vector<std::string> row(columns_.size());
+  for (const auto& [name, value] : cells) {
+    const int j = column_index(name);
+    if (j < 0) throw std::logic_error("table has no column " + name);
+    row[j] = value;
+  }
+  rows_.push_back(std::move(row));
+}
+
+int Table::column_index(const std::string& name) const {
+  for (std::size_t j = 0; j < columns_.size(); ++j)
+    if (columns_[j] == name) return int(j);
+  return -1;
+}
+
+namespace {
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+}  // namespace
+
+std::string Table::to_csv() const {
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    for (std::size_t j = 0; j < cells.size(); ++j) out += (j ? "," : "") + csv_field(cells[j]);
+    out += '\n';
+  };
+  line(columns_);
+  for (const auto& r : rows_) line(r);
+  return out;
+}
+
+std::string format_number(double x) {
+  if (std::isnan(x)) return "";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  return fmt::format("{}", x);
+}
+
+std::string format_number(std::optional<double> x) { return x ? format_number(*x) : ""; }
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error("cannot write " + path);
+    f << text;
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      throw std::runtime_error("cannot write " + path);
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot write " + path);
+  }
+}
+
+void write_sidecar(const std::string& csv_path, const nlohmann::json& config, double wall_seconds) {
+  nlohmann::json j = config;
+  j["version"] = ROUTELAB_VERSION;
+  j["git_revision"] = ROUTELAB_GIT_REV;
+  j["wall_seconds"] = wall_seconds;
+  j["csv"] = csv_path;
+  write_file_atomic(csv_path + ".json", j.dump(2) + "\n");
+}
+
+}  // namespace routelab

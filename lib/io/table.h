@@ -1,0 +1,42 @@
+// Tidy CSV output: one row per parameter point and measured quantity.
+// Files appear whole or not at all (write to a temporary, then rename), and
+// numbers print in their shortest round-trip form, so the same run gives the
+// same bytes.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace routelab {
+
+class Table {
+ public:
+  explicit Table(std::vector<std::string> columns) : columns_(std::move(columns)) {}
+  const std::vector<std::string>& columns() const { return columns_; }
+  // A row as column -> text; missing columns stay empty.
+  void add_row(const std::vector<std::pair<std::string, std::string>>& cells);
+  const std::vector<std::vector<std::string>>& rows() const { return rows_; }
+  std::string to_csv() const;
+  int column_index(const std::string& name) const;  // -1 if absent
+
+ private:
+  std::vector<std::string> columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// Shortest round-trip text of a double; "" for NaN; "inf"/"-inf".
+std::string format_number(double x);
+std::string format_number(std::optional<double> x);
+
+// Writes `text` to `path` atomically (temporary file in the same folder, then
+// rename). Throws std::runtime_error naming the path on failure.
+void write_file_atomic(const std::string& path, const std::string& text);
+
+// The JSON sidecar FILE.json: configuration, seed, version, git revision,
+// wall time.
+void write_sidecar(const std::string& csv_path, const nlohmann::json& config, double wall_seconds);
+
+}  // namespace routelab

@@ -1,0 +1,16 @@
+// Two-sided normal-theory intervals and the z-levels of the statistical
+// protocol (CATALOGUE §2): z = 5 for checks that gate CI (false failure about
+// 6e-7 per scalar), Bonferroni-raised when one verdict covers many scalars.
+#pragma once
+
+namespace routelab {
+
+constexpr double kZ = 5.0;
+// Two-sided z for a family of `count` tests with total false-failure rate
+// 2 Phi(-kZ) (about 5.7e-7); at least kZ.
+double bonferroni_z(long long count);
+// One-sided Clopper-Pearson limits for x successes in n trials at level 1 - alpha.
+double clopper_pearson_lower(long long x, long long n, double alpha);
+double clopper_pearson_upper(long long x, long long n, double alpha);
+
+}  // namespace routelab

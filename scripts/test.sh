@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The test command: set up, build, run the whole suite (CTest over GoogleTest).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+cd build
+ctest --output-on-failure -j"$(nproc)" --timeout 600

@@ -1,0 +1,246 @@
+#include "sims/runner.h"
+
+#include "stats/intervals.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include <fmt/core.h>
+#include <omp.h>
+
+namespace routelab {
+
+namespace {
+
+// Flags whose single value is itself a comma list; their sweeps use ';'.
+bool list_valued(const std::string& flag) { return flag == "lambdas"; }
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, sep)) out.push_back(item);
+  if (!text.empty() && text.back() == sep) out.push_back("");
+  if (text.empty()) out.push_back("");
+  return out;
+}
+
+const SimFlag* find_sim_flag(const Sim& sim, const std::string& name) {
+  for (const auto& f : sim.flags)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+const FlagSpec* find_family_flag(const std::string& name) {
+  for (const auto& f : family_flags())
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::string accepted_flags(const Sim& sim) {
+  std::string out;
+  auto add = [&](const std::string& n) { out += (out.empty() ? "--" : ", --") + n; };
+  if (sim.uses_family)
+    for (const auto& f : family_flags()) add(f.name);
+  for (const auto& f : sim.flags) add(f.name);
+  for (const char* f : {"samples", "seed", "threads", "out"}) add(f);
+  return out;
+}
+
+std::string text_of(const RunRequest& req, const std::string& flag, const std::string& fallback) {
+  auto it = req.given.find(flag);
+  return it == req.given.end() ? fallback : it->second;
+}
+
+std::vector<std::string> sweep_values(const std::string& flag, const std::string& text, bool series) {
+  if (series) return {text};
+  return split(text, list_valued(flag) ? ';' : ',');
+}
+
+// The family flags that at least one swept family reads, in declaration order.
+std::vector<std::string> family_columns(const std::vector<std::string>& family_names) {
+  std::vector<std::string> cols = {"family"};
+  for (const auto& f : family_flags()) {
+    if (f.name == "family") continue;
+    for (const auto& name : family_names) {
+      const auto& info = family_info(name);
+      if (std::find(info.flags.begin(), info.flags.end(), f.name) != info.flags.end()) {
+        cols.push_back(f.name);
+        break;
+      }
+    }
+  }
+  return cols;
+}
+
+std::vector<std::string> swept_families(const RunRequest& req) {
+  const Sim& sim = find_sim(req.sim);
+  if (!sim.uses_family) return {};
+  std::vector<std::string> names = split(text_of(req, "family", find_family_flag("family")->default_value), ',');
+  for (const auto& n : names) family_info(n);  // validates
+  return names;
+}
+
+}  // namespace
+
+RunRequest parse_sim_args(const std::string& sim_name, const std::vector<std::string>& args) {
+  const Sim& sim = find_sim(sim_name);
+  RunRequest req;
+  req.sim = sim_name;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a.rfind("--", 0) != 0)
+      throw BadInput("sim", fmt::format("unexpected argument '{}'; flags take the form --name value", a));
+    std::string name = a.substr(2), value;
+    const auto eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else {
+      if (i + 1 >= args.size()) throw BadInput(name, "a value is required");
+      value = args[++i];
+    }
+    const bool known = (sim.uses_family && find_family_flag(name)) || find_sim_flag(sim, name) ||
+                       name == "samples" || name == "seed" || name == "threads" || name == "out";
+    if (!known)
+      throw BadInput(name, fmt::format("unknown flag for sim {}; accepts {}", sim_name, accepted_flags(sim)));
+    if (req.given.count(name)) throw BadInput(name, "given twice; give it once (a comma list sweeps it)");
+    req.given[name] = value;
+  }
+  auto integer = [&](const std::string& flag, long long lo, const std::string& accepts) -> long long {
+    Params p{{flag, req.given.at(flag)}};
+    return require_int(p, flag, lo, accepts);
+  };
+  if (req.given.count("samples")) req.samples = integer("samples", 2, "an integer >= 2");
+  if (req.given.count("seed")) req.seed = uint64_t(integer("seed", 0, "an integer >= 0"));
+  req.threads = req.given.count("threads") ? int(integer("threads", 1, "an integer >= 1")) : omp_get_max_threads();
+  if (req.given.count("out")) {
+    req.out = req.given.at("out");
+    if (req.out.empty()) throw BadInput("out", "a file path");
+  }
+  for (const char* f : {"samples", "seed", "threads", "out"}) req.given.erase(f);
+  return req;
+}
+
+std::vector<Params> expand_points(const RunRequest& req) {
+  const Sim& sim = find_sim(req.sim);
+  const std::vector<std::string> families = swept_families(req);
+  // A family flag given by the user must apply to some swept family.
+  for (const auto& [flag, text] : req.given) {
+    if (flag == "family" || !find_family_flag(flag) || find_sim_flag(sim, flag)) continue;
+    bool used = false;
+    for (const auto& fam : families) {
+      const auto& fl = family_info(fam).flags;
+      used = used || std::find(fl.begin(), fl.end(), flag) != fl.end();
+    }
+    if (!used) {
+      std::string takes;
+      for (const auto& f : family_info(families.front()).flags) takes += (takes.empty() ? "--" : ", --") + f;
+      throw BadInput(flag, fmt::format("does not apply to family {}; it takes {}", families.front(), takes));
+    }
+  }
+  std::vector<Params> points;
+  for (const auto& fam : families.empty() ? std::vector<std::string>{""} : families) {
+    // The flags of this point, in order: the family's, then the simulation's.
+    std::vector<std::pair<std::string, std::vector<std::string>>> axes;
+    if (!fam.empty())
+      for (const auto& f : family_info(fam).flags)
+        axes.push_back({f, sweep_values(f, text_of(req, f, find_family_flag(f)->default_value), false)});
+    for (const auto& f : sim.flags) axes.push_back({f.name, sweep_values(f.name, text_of(req, f.name, f.default_value), f.series)});
+    Params base;
+    if (!fam.empty()) base["family"] = fam;
+    // Odometer over the axes, the last flag varying fastest.
+    std::size_t total = 1;
+    for (const auto& axis : axes) total *= axis.second.size();
+    for (std::size_t t = 0; t < total; ++t) {
+      Params p = base;
+      std::size_t rest = t;
+      for (std::size_t a = axes.size(); a-- > 0;) {
+        p[axes[a].first] = axes[a].second[rest % axes[a].second.size()];
+        rest /= axes[a].second.size();
+      }
+      points.push_back(p);
+    }
+  }
+  return points;
+}
+
+Table run_sim(const RunRequest& req, nlohmann::json* config) {
+  const Sim& sim = find_sim(req.sim);
+  const std::vector<Params> points = expand_points(req);
+  if (points.size() >= (1u << 16)) throw BadInput("sim", "a sweep has at most 65535 points");
+  // Validate every point before any work, so bad input writes nothing.
+  if (sim.uses_family)
+    for (const auto& p : points) make_step_law(p);
+
+  std::vector<std::string> columns = {"sim", "result", "quantity"};
+  const std::vector<std::string> fams = swept_families(req);
+  if (sim.uses_family)
+    for (const auto& c : family_columns(fams)) columns.push_back(c);
+  for (const auto& f : sim.flags) columns.push_back(f.name);
+  for (const char* c : {"samples", "seed", "estimate", "stderr", "ci_low", "ci_high", "theory", "kind", "verdict"})
+    columns.push_back(c);
+  Table table(columns);
+
+  const long long samples = req.samples > 0 ? req.samples : sim.default_samples;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t k = 0; k < points.size(); ++k) {
+    SimContext ctx{req.seed, req.threads, samples, (long long)k};
+    const auto rows = sim.run(points[k], ctx);
+    for (const auto& r : rows) {
+      std::vector<std::pair<std::string, std::string>> cells = {
+          {"sim", sim.name}, {"result", r.result}, {"quantity", r.quantity}};
+      for (const auto& [flag, value] : points[k]) {
+        const bool series = find_sim_flag(sim, flag) && find_sim_flag(sim, flag)->series;
+        if (!series) cells.push_back({flag, value});
+      }
+      for (const auto& c : r.cells) cells.push_back(c);
+      cells.push_back({"samples", std::to_string(samples)});
+      cells.push_back({"seed", std::to_string(req.seed)});
+      cells.push_back({"estimate", format_number(r.estimate)});
+      cells.push_back({"stderr", format_number(r.stderr_)});
+      cells.push_back({"ci_low", format_number(r.ci_low)});
+      cells.push_back({"ci_high", format_number(r.ci_high)});
+      cells.push_back({"theory", format_number(r.theory)});
+      cells.push_back({"kind", r.kind});
+      cells.push_back({"verdict", r.verdict});
+      table.add_row(cells);
+    }
+    if (req.progress) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "routelab: %s point %zu/%zu done, %.1f s\n", sim.name.c_str(), k + 1, points.size(), s);
+    }
+  }
+  if (config) {
+    nlohmann::json j;
+    j["sim"] = sim.name;
+    j["flags"] = req.given;
+    j["points"] = points.size();
+    j["samples"] = samples;
+    j["seed"] = req.seed;
+    j["threads"] = req.threads;
+    j["z"] = kZ;
+    j["ci"] = "estimate +- z * stderr at the check's z";
+    *config = j;
+  }
+  return table;
+}
+
+std::string sim_help(const Sim& sim) {
+  std::string out = fmt::format("routelab sim {} [flags]\n  {}\n\nflags (a comma list sweeps a flag):\n", sim.name, sim.summary);
+  if (sim.uses_family)
+    for (const auto& f : family_flags())
+      out += fmt::format("  --{:<12} {} (default: {})\n", f.name, f.help, f.default_value.empty() ? "none" : f.default_value);
+  for (const auto& f : sim.flags)
+    out += fmt::format("  --{:<12} {} (default: {}){}\n", f.name, f.help, f.default_value,
+                       f.series ? "; a list, read in one run" : "");
+  out += fmt::format("  --{:<12} {} (default: {})\n", "samples", "Monte Carlo samples per point", sim.default_samples);
+  out += "  --seed         seed of the counter-based streams (default: 1)\n"
+         "  --threads      OpenMP threads; output bytes do not depend on it (default: all cores)\n"
+         "  --out          CSV file (+ FILE.json sidecar); stdout if absent\n";
+  return out;
+}
+
+}  // namespace routelab

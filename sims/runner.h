@@ -1,0 +1,39 @@
+// Runs one simulation over a sweep: expands comma lists into parameter points,
+// runs each point, and assembles one tidy table (DESIGN.md's contract).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/table.h"
+#include "sims/sim.h"
+
+namespace routelab {
+
+struct RunRequest {
+  std::string sim;
+  std::map<std::string, std::string> given;  // flag (no dashes) -> text as typed
+  long long samples = -1;                    // -1: the simulation's default
+  uint64_t seed = 1;
+  int threads = 1;         // parse_sim_args defaults it to every core
+  std::string out;         // CSV path; empty: stdout
+  bool progress = false;  // one line per point on stderr
+};
+
+// Parses "--flag value" / "--flag=value" pairs after `routelab sim NAME`.
+// Throws BadInput naming the flag.
+RunRequest parse_sim_args(const std::string& sim, const std::vector<std::string>& args);
+
+// The parameter points of a request, in sweep order.
+std::vector<Params> expand_points(const RunRequest& req);
+
+// Runs every point; throws BadInput before any work if a point is invalid.
+Table run_sim(const RunRequest& req, nlohmann::json* config = nullptr);
+
+// Text for `routelab sim NAME --help`.
+std::string sim_help(const Sim& sim);
+
+}  // namespace routelab

@@ -1,0 +1,73 @@
+#include "sims/sim.h"
+
+#include <cmath>
+
+#include <fmt/core.h>
+
+namespace routelab {
+
+const std::vector<Sim>& all_sims() {
+  static const std::vector<Sim> list = {spectral_gap_sim(), moment_decay_sim(), haar_mixing_sim()};
+  return list;
+}
+
+const Sim& find_sim(const std::string& name) {
+  std::string names;
+  for (const auto& s : all_sims()) {
+    if (s.name == name) return s;
+    names += (names.empty() ? "" : ", ") + s.name;
+  }
+  throw BadInput("sim", "unknown simulation '" + name + "'; accepts " + names);
+}
+
+std::vector<long long> parse_walk_lengths(const Params& p, const std::string& flag) {
+  std::vector<long long> out;
+  for (double x : param_double_list(p, flag)) {
+    if (x != std::floor(x) || x < 1 || x > 100000)
+      throw BadInput(flag, fmt::format("{} is not accepted; a comma list of integers in [1, 100000]", x));
+    out.push_back((long long)x);
+  }
+  return out;
+}
+
+namespace {
+SimRow base_row(std::string result, std::string quantity, double estimate, double se, double z) {
+  SimRow r;
+  r.result = std::move(result);
+  r.quantity = std::move(quantity);
+  r.estimate = estimate;
+  r.stderr_ = se;
+  r.ci_low = estimate - z * se;
+  r.ci_high = estimate + z * se;
+  return r;
+}
+// Zero-variance estimates (a deterministic entry) still get float rounding room.
+double slack(double scale) { return 1e-12 * std::max(1.0, std::abs(scale)); }
+}  // namespace
+
+SimRow exact_row(std::string result, std::string quantity, double estimate, double se, std::optional<double> theory,
+                 double z) {
+  SimRow r = base_row(std::move(result), std::move(quantity), estimate, se, z);
+  r.theory = theory;
+  r.kind = "exact";
+  r.verdict = !theory ? "none" : std::abs(estimate - *theory) <= z * se + slack(*theory) ? "pass" : "fail";
+  return r;
+}
+
+SimRow upper_row(std::string result, std::string quantity, double estimate, double se, double bound, double z) {
+  SimRow r = base_row(std::move(result), std::move(quantity), estimate, se, z);
+  r.theory = bound;
+  r.kind = "upper";
+  r.verdict = estimate - z * se <= bound + slack(bound) ? "pass" : "fail";
+  return r;
+}
+
+SimRow lower_row(std::string result, std::string quantity, double estimate, double se, double bound, double z) {
+  SimRow r = base_row(std::move(result), std::move(quantity), estimate, se, z);
+  r.theory = bound;
+  r.kind = "lower";
+  r.verdict = estimate + z * se >= bound - slack(bound) ? "pass" : "fail";
+  return r;
+}
+
+}  // namespace routelab

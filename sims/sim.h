@@ -1,0 +1,90 @@
+// The simulation contract (DESIGN.md): a simulation is a name, its own flags,
+// and a function from one parameter point to tidy rows. The runner expands
+// comma lists into parameter points, runs each, and writes one CSV.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "groups/family.h"
+
+namespace routelab {
+
+struct SimFlag {
+  std::string name;
+  std::string default_value;
+  std::string help;
+  // A series flag is one list consumed whole by the simulation (e.g. the
+  // walk lengths --n 1,2,4 read off one walk); any other flag's comma list
+  // is swept, one parameter point per value.
+  bool series = false;
+};
+
+// One measured quantity at one parameter point.
+struct SimRow {
+  std::string result;    // the paper's label, e.g. "Example 2"
+  std::string quantity;  // what `estimate` measures
+  std::vector<std::pair<std::string, std::string>> cells;  // per-row parameter values, e.g. {"n", "8"}
+  double estimate = 0;
+  double stderr_ = std::numeric_limits<double>::quiet_NaN();
+  double ci_low = std::numeric_limits<double>::quiet_NaN();
+  double ci_high = std::numeric_limits<double>::quiet_NaN();
+  std::optional<double> theory;
+  std::string kind;     // exact, upper, lower, trend
+  std::string verdict;  // pass, fail, none
+};
+
+struct SimContext {
+  uint64_t seed = 1;
+  int threads = 1;
+  long long samples = 0;
+  long long point = 0;  // index of the parameter point in the sweep
+};
+
+struct Sim {
+  std::string name;
+  std::string summary;
+  std::vector<SimFlag> flags;  // the simulation's own flags
+  bool uses_family = true;     // reads the step-law flags
+  long long default_samples = 100000;
+  std::function<std::vector<SimRow>(const Params&, const SimContext&)> run;
+};
+
+const std::vector<Sim>& all_sims();
+const Sim& find_sim(const std::string& name);  // throws BadInput("sim", ...)
+
+// Stream id of sample i at point p; `purpose` separates independent uses
+// within one sample. A draw depends only on (seed, this id, counter).
+inline uint64_t sample_stream(long long point, long long i, unsigned purpose = 0) {
+  return (uint64_t(purpose) << 56) | (uint64_t(point) << 40) | uint64_t(i);
+}
+
+// Helpers shared by the simulations.
+// A comma list of walk lengths, each an integer in [1, 100000].
+std::vector<long long> parse_walk_lengths(const Params& p, const std::string& flag);
+// Row for an EXACT check of a mean against a closed form at level z.
+SimRow exact_row(std::string result, std::string quantity, double estimate, double se, std::optional<double> theory,
+                 double z);
+// Row for a one-sided check: kind "upper" passes iff estimate - z se <= bound.
+SimRow upper_row(std::string result, std::string quantity, double estimate, double se, double bound, double z);
+// kind "lower" passes iff estimate + z se >= bound.
+SimRow lower_row(std::string result, std::string quantity, double estimate, double se, double bound, double z);
+
+// The checks of each simulation on a given law; the planted-error tests call
+// them with a law whose closed form is deliberately wrong.
+std::vector<SimRow> spectral_gap_rows(const StepLaw& law, const SimContext& ctx);
+std::vector<SimRow> moment_decay_rows(const StepLaw& law, const std::vector<long long>& ns,
+                                      const std::vector<double>& epss, const SimContext& ctx);
+std::vector<SimRow> haar_mixing_rows(const StepLaw& law, std::vector<long long> ns, const SimContext& ctx);
+
+// The simulations, one file each under sims/.
+Sim spectral_gap_sim();
+Sim moment_decay_sim();
+Sim haar_mixing_sim();
+
+}  // namespace routelab

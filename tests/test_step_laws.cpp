@@ -1,0 +1,104 @@
+// Every step law: samples orthogonal to 1e-12, the stated determinant class,
+// the vector path equal to the matrix path, draws a function of the stream.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "groups/family.h"
+#include "planted_law.h"
+#include "step_law_checks.h"
+
+using namespace routelab;
+using routelab::testing::params_for;
+
+namespace {
+
+struct LawCase {
+  std::string name;
+  Params params;
+};
+
+std::vector<LawCase> law_cases() {
+  return {
+      {"so2", params_for("so2", {{"d", "6"}, {"a", "1"}})},
+      {"so2_rope", params_for("so2", {{"d", "8"}, {"rope-base", "10000"}, {"omega", "0.3"}})},
+      {"givens", params_for("givens", {{"d", "5"}})},
+      {"householder", params_for("householder", {{"d", "7"}})},
+      {"householder_coordinate", params_for("householder", {{"d", "4"}, {"normals", "coordinate"}})},
+      {"householder_gaussian", params_for("householder", {{"d", "5"}, {"normals", "gaussian"}})},
+      {"axis3", params_for("axis3", {{"d", "6"}})},
+      {"skewexp", params_for("skewexp", {{"d", "6"}})},
+      {"heat2", params_for("heat", {{"d", "2"}})},
+      {"heat3", params_for("heat", {{"d", "3"}})},
+      {"heat5", params_for("heat", {{"d", "5"}, {"tau", "0.1"}, {"heat-h", "0.02"}})},
+      {"fisher2", params_for("fisher", {{"d", "2"}})},
+      {"fisher3", params_for("fisher", {{"d", "3"}})},
+      {"lieball3", params_for("lieball", {{"d", "3"}})},
+      {"lieball4_bump", params_for("lieball", {{"d", "4"}, {"density", "bump"}})},
+      {"haar_o", params_for("haar", {{"d", "6"}, {"group", "o"}})},
+      {"haar_so", params_for("haar", {{"d", "6"}, {"group", "so"}})},
+      {"dithered_minus", params_for("dithered", {{"d", "4"}, {"tau", "0.2"}})},
+      {"dithered_mixed", params_for("dithered", {{"d", "4"}, {"sign", "mixed"}})},
+      {"nonnormal", params_for("nonnormal", {{"d", "3"}})},
+  };
+}
+
+void PrintTo(const LawCase& c, std::ostream* os) { *os << c.name; }
+
+class StepLawTest : public ::testing::TestWithParam<LawCase> {};
+
+TEST_P(StepLawTest, SamplesAreOrthogonalWithTheirDeterminantClass) {
+  routelab::testing::expect_valid_steps(*make_step_law(GetParam().params), 7, 200);
+}
+
+// Twenty steps walked on a vector and on a matrix end at the same point.
+TEST_P(StepLawTest, VectorPathEqualsMatrixPath) {
+  auto law = make_step_law(GetParam().params);
+  const int d = law->dim();
+  std::vector<double> step(law->step_size());
+  Stream s(11, 3);
+  Vec x = Vec::LinSpaced(d, -1.0, 2.0);
+  Mat P = Mat::Identity(d, d);
+  for (int t = 0; t < 20; ++t) {
+    law->draw(s, step.data());
+    Vec y = x;
+    law->apply(step.data(), y.data());
+    const Mat M = law->matrix(step.data());
+    EXPECT_LT((y - M * x).cwiseAbs().maxCoeff(), 1e-12);
+    law->apply_matrix(step.data(), P);
+    x = y;
+  }
+  EXPECT_LT((P * Vec::LinSpaced(d, -1.0, 2.0) - x).cwiseAbs().maxCoeff(), 1e-11);
+}
+
+TEST_P(StepLawTest, DrawIsAFunctionOfSeedAndStream) {
+  auto law = make_step_law(GetParam().params);
+  std::vector<double> a(law->step_size()), b(law->step_size()), c(law->step_size());
+  Stream s1(5, 9), s2(5, 9), s3(5, 10);
+  law->draw(s1, a.data());
+  law->draw(s2, b.data());
+  law->draw(s3, c.data());
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFamilies, StepLawTest, ::testing::ValuesIn(law_cases()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(StepLawRegistry, EveryFamilyHasACase) {
+  std::set<std::string> covered;
+  for (const auto& c : law_cases()) covered.insert(c.params.at("family"));
+  for (const auto& f : families()) EXPECT_TRUE(covered.count(f.name)) << f.name;
+}
+
+TEST(StepLawRegistry, ReorthonormalizeRestoresAndKeepsDeterminant) {
+  Mat P = Mat::Identity(4, 4);
+  P(0, 0) = -1.0;
+  P(1, 2) = 1e-9;
+  const double drift = reorthonormalize_if_drifted(P);
+  EXPECT_GT(drift, 1e-10);
+  EXPECT_LT((P.transpose() * P - Mat::Identity(4, 4)).cwiseAbs().maxCoeff(), 1e-14);
+  EXPECT_LT(P.determinant(), 0);
+}
+
+}  // namespace
