@@ -26,21 +26,52 @@ uint64_t Stream::below(uint64_t n) {
   return x % n;
 }
 
-double Stream::normal() {
-  if (have_spare_) {
-    have_spare_ = false;
-    return spare_;
+void Stream::u32s(uint32_t* out, std::size_t n) {
+  std::size_t i = 0;
+  while (i < n && have_ > 0) out[i++] = next_u32();
+  // Whole blocks straight from the vectorized block function.
+  const std::size_t nb = (n - i) / 4;
+  if (nb > 0) {
+    philox_blocks(seed_, stream_, block_, nb, out + i);
+    block_ += nb;
+    i += 4 * nb;
   }
-  const double u1 = uniform(), u2 = uniform();
-  const double r = std::sqrt(-2.0 * std::log(u1));
-  const double t = 2.0 * M_PI * u2;
-  spare_ = r * std::sin(t);
-  have_spare_ = true;
-  return r * std::cos(t);
+  while (i < n) out[i++] = next_u32();
+}
+
+void Stream::uniforms(double* out, std::size_t n) {
+  // Staged through a small word buffer so a long fill stays in L1.
+  constexpr std::size_t kStage = 512;
+  uint32_t w[2 * kStage];
+  for (std::size_t i = 0; i < n; i += kStage) {
+    const std::size_t m = n - i < kStage ? n - i : kStage;
+    u32s(w, 2 * m);
+    u01_from_words(w, m, out + i);
+  }
+}
+
+void Stream::refill_normals() {
+  uint32_t w[2 * kNormalChunk];
+  u32s(w, 2 * kNormalChunk);
+  normal_chunks(w, 1, nbuf_);
+  nhave_ = kNormalChunk;
 }
 
 void Stream::normals(double* out, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = normal();
+  std::size_t i = 0;
+  while (i < n && nhave_ > 0) out[i++] = nbuf_[kNormalChunk - nhave_--];
+  // Whole chunks go straight to out, staged through a word buffer of up to
+  // kStage chunks; the words consumed are exactly those normal() would use.
+  constexpr std::size_t kStage = 32;
+  uint32_t w[2 * kNormalChunk * kStage];
+  while (n - i >= std::size_t(kNormalChunk)) {
+    std::size_t c = (n - i) / kNormalChunk;
+    if (c > kStage) c = kStage;
+    u32s(w, 2 * kNormalChunk * c);
+    normal_chunks(w, c, out + i);
+    i += kNormalChunk * c;
+  }
+  while (i < n) out[i++] = normal();
 }
 
 }  // namespace routelab

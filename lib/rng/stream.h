@@ -22,6 +22,23 @@ inline r123::Philox4x32::ctr_type philox_block(uint64_t seed, uint64_t stream, u
   return gen(ctr, key);
 }
 
+// Batch kernels (lib/rng/normals_vec.cpp).
+// philox_blocks: out[4 i + j] = word j of philox_block(seed, stream, block0 + i),
+// i < nblocks; the same words as the scalar block function, vectorized.
+void philox_blocks(uint64_t seed, uint64_t stream, uint64_t block0, std::size_t nblocks, uint32_t* out);
+// Box-Muller on whole chunks: chunk c reads words w[32 c .. 32 c + 32) and
+// writes normals out[16 c .. 16 c + 16). Pair p of a chunk uses words 4p..4p+3:
+// u1 from (w0, w1) as uniform() forms it, r = sqrt(-2 log u1), and the 53
+// bits m of (w2, w3) (as uniform() takes them) for the angle
+// theta = (m >> 51) pi/2 + 2 pi ((m mod 2^51) + 1/2 - 2^50) 2^-53, a uniform
+// angle; the pair is (r cos theta, r sin theta).
+// Every normal is computed by the same fixed-width code, so a value does not
+// depend on where in a batch it falls (the scalar normal() relies on this).
+constexpr int kNormalChunk = 16;
+void normal_chunks(const uint32_t* w, std::size_t nchunks, double* out);
+// out[i] = u01_open(w[2 i] | w[2 i + 1] << 32), i < n.
+void u01_from_words(const uint32_t* w, std::size_t n, double* out);
+
 // Map 53 random bits to a double in the open interval (0, 1): the half-ulp
 // offset keeps log(u) finite.
 inline double u01_open(uint64_t bits) {
@@ -45,10 +62,19 @@ class Stream {
   // Uniform integer in [0, n), n >= 1, by Lemire's multiply-shift with rejection
   // so every value is exactly equally likely.
   uint64_t below(uint64_t n);
-  // Standard normal, Box-Muller; both values of a pair are used.
-  double normal();
-  // Fill out[0..n) with independent standard normals (same values as n calls
-  // of normal() would give).
+  // Fill out[0..n) with the next n words: the same as n calls of next_u32().
+  void u32s(uint32_t* out, std::size_t n);
+  // Fill out[0..n) with the same values as n calls of uniform().
+  void uniforms(double* out, std::size_t n);
+  // Standard normal, Box-Muller. Normals are made kNormalChunk at a time from
+  // 2 * kNormalChunk words (see normal_chunks) and served from a small buffer,
+  // so normal() and normals() give the same sequence and consume the same
+  // words, however the calls are split.
+  double normal() {
+    if (nhave_ == 0) refill_normals();
+    return nbuf_[kNormalChunk - nhave_--];
+  }
+  // Fill out[0..n) with the same values as n calls of normal().
   void normals(double* out, std::size_t n);
 
   uint64_t seed() const { return seed_; }
@@ -62,11 +88,13 @@ class Stream {
     have_ = 4;
   }
 
+  void refill_normals();
+
   uint64_t seed_, stream_, block_;
   uint32_t words_[4] = {0, 0, 0, 0};
   int have_ = 0;
-  double spare_ = 0.0;
-  bool have_spare_ = false;
+  double nbuf_[kNormalChunk];  // normals made but not yet served: the last nhave_
+  int nhave_ = 0;
 };
 
 }  // namespace routelab

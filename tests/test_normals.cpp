@@ -1,0 +1,203 @@
+// The generator and its batch kernels: Philox4x32-10 known answers (the
+// vectors of Random123's kat_vectors), batch == scalar for words, uniforms and
+// normals however the calls are split, and the normal law itself
+// (equiprobable-bin chi-squared and the first four moments).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include <boost/math/distributions/chi_squared.hpp>
+#include <boost/math/distributions/normal.hpp>
+#include <gtest/gtest.h>
+
+#include "rng/stream.h"
+
+using namespace routelab;
+
+namespace {
+
+// philox_block takes the counter as (block, stream) and the key as the seed:
+// ctr = {block lo, block hi, stream lo, stream hi}, key = {seed lo, seed hi}.
+void expect_kat(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1, uint32_t r0,
+                uint32_t r1, uint32_t r2, uint32_t r3) {
+  const uint64_t block = uint64_t(c0) | uint64_t(c1) << 32;
+  const uint64_t stream = uint64_t(c2) | uint64_t(c3) << 32;
+  const uint64_t seed = uint64_t(k0) | uint64_t(k1) << 32;
+  auto r = philox_block(seed, stream, block);
+  EXPECT_EQ(r.v[0], r0);
+  EXPECT_EQ(r.v[1], r1);
+  EXPECT_EQ(r.v[2], r2);
+  EXPECT_EQ(r.v[3], r3);
+  uint32_t w[4];
+  philox_blocks(seed, stream, block, 1, w);
+  EXPECT_EQ(w[0], r0);
+  EXPECT_EQ(w[1], r1);
+  EXPECT_EQ(w[2], r2);
+  EXPECT_EQ(w[3], r3);
+}
+
+}  // namespace
+
+TEST(Normals, PhiloxKnownAnswers) {
+  // Random123 kat_vectors, philox4x32 10 rounds: zero, all-ones, pi digits.
+  expect_kat(0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8);
+  expect_kat(0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e,
+             0xa20bc7c6, 0x6d5451fd);
+  expect_kat(0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb,
+             0x5001e420, 0x24126ea1);
+}
+
+TEST(Normals, PhiloxBatchMatchesBlockFunction) {
+  // Odd counts (vector remainders) and a block range that carries into the
+  // high counter word.
+  const uint64_t seed = 0x0123456789abcdefull, stream = 77;
+  for (uint64_t block0 : {uint64_t(0), uint64_t(5), uint64_t(0xfffffff0ull)}) {
+    std::vector<uint32_t> w(4 * 37);
+    philox_blocks(seed, stream, block0, 37, w.data());
+    for (int i = 0; i < 37; ++i) {
+      auto r = philox_block(seed, stream, block0 + i);
+      for (int j = 0; j < 4; ++j) ASSERT_EQ(w[4 * i + j], r.v[j]) << "block " << block0 + i;
+    }
+  }
+}
+
+TEST(Normals, WordsAndUniformsBatchEqualScalar) {
+  for (int skip : {0, 1, 3}) {
+    Stream a(42, 9), b(42, 9);
+    for (int i = 0; i < skip; ++i) a.next_u32(), b.next_u32();
+    std::vector<uint32_t> w(1001);
+    a.u32s(w.data(), w.size());
+    for (uint32_t x : w) ASSERT_EQ(x, b.next_u32());
+    std::vector<double> u(777);
+    a.uniforms(u.data(), u.size());
+    for (double x : u) ASSERT_EQ(x, b.uniform());
+    EXPECT_EQ(a.next_u32(), b.next_u32());
+  }
+}
+
+TEST(Normals, ScalarEqualsBatchSequence) {
+  // However the draws are split, one at a time or in batches, and after a
+  // misaligned word, the same normals come out and the same words are used.
+  const int n = 1000;
+  for (int skip : {0, 1, 2}) {
+    Stream ref(7, 3);
+    for (int i = 0; i < skip; ++i) ref.next_u32();
+    std::vector<double> x(n);
+    for (int i = 0; i < n; ++i) x[i] = ref.normal();
+    const uint32_t after = ref.next_u32();
+
+    for (int split : {1, 3, 16, 17, 64, 999}) {
+      Stream s(7, 3);
+      for (int i = 0; i < skip; ++i) s.next_u32();
+      std::vector<double> y(n);
+      int i = 0;
+      bool one = true;
+      while (i < n) {
+        if (one) {
+          y[i++] = s.normal();
+        } else {
+          const int m = std::min(split, n - i);
+          s.normals(y.data() + i, m);
+          i += m;
+        }
+        one = !one;
+      }
+      for (int j = 0; j < n; ++j) ASSERT_EQ(x[j], y[j]) << "skip " << skip << " split " << split << " at " << j;
+      EXPECT_EQ(s.next_u32(), after);
+    }
+  }
+}
+
+TEST(Normals, PairsMatchTheirWords) {
+  // Each pair against libm's log, cos and sin of the documented map from its
+  // four words: checks the kernel's polynomial sine and cosine and its
+  // quarter turns, to a few ulps.
+  Stream s(123, 45);
+  const int n = 4096;
+  std::vector<double> x(n);
+  s.normals(x.data(), n);
+  std::vector<uint32_t> w(2 * n);
+  philox_blocks(123, 45, 0, n / 2, w.data());
+  double worst = 0;
+  for (int p = 0; p < n / 2; ++p) {
+    const uint64_t b1 = uint64_t(w[4 * p]) | uint64_t(w[4 * p + 1]) << 32;
+    const uint64_t b2 = uint64_t(w[4 * p + 2]) | uint64_t(w[4 * p + 3]) << 32;
+    const double r = std::sqrt(-2.0 * std::log(u01_open(b1)));
+    const uint64_t m = b2 >> 11;
+    const long double theta = (m >> 51) * (M_PIl / 2) +
+                              2 * M_PIl * ((long double)(m & ((uint64_t(1) << 51) - 1)) + 0.5L - 0x1.0p50L) * 0x1.0p-53L;
+    const double c = r * double(cosl(theta)), sn = r * double(sinl(theta));
+    worst = std::max({worst, std::abs(x[2 * p] - c), std::abs(x[2 * p + 1] - sn)});
+  }
+  EXPECT_LT(worst, 1e-14);
+}
+
+TEST(Normals, DrawsArePureFunctionsOfPosition) {
+  // A stream opened at block b gives what the stream from block 0 gives after
+  // b blocks: 2 * kNormalChunk words make one chunk of normals.
+  Stream a(5, 1);
+  std::vector<double> x(3 * kNormalChunk);
+  a.normals(x.data(), x.size());
+  Stream b(5, 1, 2 * (2 * kNormalChunk) / 4);  // skip two chunks (2 * kNormalChunk words each)
+  std::vector<double> y(kNormalChunk);
+  b.normals(y.data(), y.size());
+  for (int i = 0; i < kNormalChunk; ++i) EXPECT_EQ(x[2 * kNormalChunk + i], y[i]);
+}
+
+TEST(Normals, StandardNormalLaw) {
+  const uint64_t seed = 20240611;
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  Stream s(seed, 0);
+  const int n = 2000000, bins = 200;
+  std::vector<double> x(n);
+  s.normals(x.data(), n);
+
+  // Equiprobable bins: edges at normal quantiles; each bin expects n / bins.
+  boost::math::normal_distribution<double> nd;
+  std::vector<double> edge(bins - 1);
+  for (int k = 1; k < bins; ++k) edge[k - 1] = quantile(nd, double(k) / bins);
+  std::vector<long> count(bins, 0);
+  double m1 = 0, m2 = 0, m3 = 0, m4 = 0, cross = 0;
+  for (int i = 0; i < n; ++i) {
+    const double v = x[i];
+    count[std::upper_bound(edge.begin(), edge.end(), v) - edge.begin()]++;
+    m1 += v, m2 += v * v, m3 += v * v * v, m4 += v * v * v * v;
+    if (i % 2 == 0) cross += v * x[i + 1];  // the two normals of a pair
+  }
+  const double e = double(n) / bins;
+  double chi2 = 0;
+  for (long c : count) chi2 += (c - e) * (c - e) / e;
+  boost::math::chi_squared_distribution<double> cd(bins - 1);
+  const double crit = quantile(complement(cd, 1e-7));
+  EXPECT_LT(chi2, crit) << "chi-squared " << chi2 << " on " << bins - 1 << " dof";
+
+  // Moments against N(0,1): E x = 0, E x^2 = 1, E x^3 = 0, E x^4 = 3, with
+  // standard errors sqrt(Var/n): Var x = 1, Var x^2 = 2, Var x^3 = 15,
+  // Var x^4 = 105 - 9 = 96; pairs uncorrelated (Var = 1 over n/2 pairs).
+  const double z = 5.0, rn = std::sqrt(double(n));
+  EXPECT_NEAR(m1 / n, 0.0, z * 1.0 / rn);
+  EXPECT_NEAR(m2 / n, 1.0, z * std::sqrt(2.0) / rn);
+  EXPECT_NEAR(m3 / n, 0.0, z * std::sqrt(15.0) / rn);
+  EXPECT_NEAR(m4 / n, 3.0, z * std::sqrt(96.0) / rn);
+  EXPECT_NEAR(cross / (n / 2), 0.0, z / std::sqrt(n / 2.0));
+}
+
+TEST(Normals, ChiSquaredCanFail) {
+  // The same check on a planted wrong law (scale 1.01) must fail: the test
+  // above has the power to see a 1% error in the spread.
+  Stream s(1, 0);
+  const int n = 2000000, bins = 200;
+  std::vector<double> x(n);
+  s.normals(x.data(), n);
+  boost::math::normal_distribution<double> nd;
+  std::vector<double> edge(bins - 1);
+  for (int k = 1; k < bins; ++k) edge[k - 1] = quantile(nd, double(k) / bins);
+  std::vector<long> count(bins, 0);
+  for (double v : x) count[std::upper_bound(edge.begin(), edge.end(), 1.01 * v) - edge.begin()]++;
+  const double e = double(n) / bins;
+  double chi2 = 0;
+  for (long c : count) chi2 += (c - e) * (c - e) / e;
+  boost::math::chi_squared_distribution<double> cd(bins - 1);
+  EXPECT_GT(chi2, quantile(complement(cd, 1e-7)));
+}
