@@ -74,7 +74,7 @@ std::vector<SimRow> moment_decay_rows(const StepLaw& law_ref, const std::vector<
     rows.push_back(norm);
     if (mean) {
       SimRow entries = upper_row("Theorem 3", "max_entry_z_vs_power_of_mean",
-                                 max_entry_z(e, theory::first_moment_power(*mean, int(n))), 0.0, z_entries, 0.0);
+                                 max_entry_z(e, theory::first_moment_power(*mean, int(n))), kNoStderr, z_entries, 0.0);
       entries.kind = "exact";
       entries.cells = cells;
       rows.push_back(entries);

@@ -36,13 +36,15 @@ SimRow base_row(std::string result, std::string quantity, double estimate, doubl
   r.result = std::move(result);
   r.quantity = std::move(quantity);
   r.estimate = estimate;
+  // A statistic without a standard error (a max-z) has no interval.
   r.stderr_ = se;
-  r.ci_low = estimate - z * se;
-  r.ci_high = estimate + z * se;
+  r.ci_low = std::isnan(se) ? se : estimate - z * se;
+  r.ci_high = std::isnan(se) ? se : estimate + z * se;
   return r;
 }
 // Zero-variance estimates (a deterministic entry) still get float rounding room.
 double slack(double scale) { return 1e-12 * std::max(1.0, std::abs(scale)); }
+double margin(double z, double se) { return std::isnan(se) ? 0.0 : z * se; }
 }  // namespace
 
 SimRow exact_row(std::string result, std::string quantity, double estimate, double se, std::optional<double> theory,
@@ -50,7 +52,7 @@ SimRow exact_row(std::string result, std::string quantity, double estimate, doub
   SimRow r = base_row(std::move(result), std::move(quantity), estimate, se, z);
   r.theory = theory;
   r.kind = "exact";
-  r.verdict = !theory ? "none" : std::abs(estimate - *theory) <= z * se + slack(*theory) ? "pass" : "fail";
+  r.verdict = !theory ? "none" : std::abs(estimate - *theory) <= margin(z, se) + slack(*theory) ? "pass" : "fail";
   return r;
 }
 
@@ -58,7 +60,7 @@ SimRow upper_row(std::string result, std::string quantity, double estimate, doub
   SimRow r = base_row(std::move(result), std::move(quantity), estimate, se, z);
   r.theory = bound;
   r.kind = "upper";
-  r.verdict = estimate - z * se <= bound + slack(bound) ? "pass" : "fail";
+  r.verdict = estimate - margin(z, se) <= bound + slack(bound) ? "pass" : "fail";
   return r;
 }
 
@@ -66,7 +68,7 @@ SimRow lower_row(std::string result, std::string quantity, double estimate, doub
   SimRow r = base_row(std::move(result), std::move(quantity), estimate, se, z);
   r.theory = bound;
   r.kind = "lower";
-  r.verdict = estimate + z * se >= bound - slack(bound) ? "pass" : "fail";
+  r.verdict = estimate + margin(z, se) >= bound - slack(bound) ? "pass" : "fail";
   return r;
 }
 

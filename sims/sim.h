@@ -67,6 +67,8 @@ inline uint64_t sample_stream(long long point, long long i, unsigned purpose = 0
 // Helpers shared by the simulations.
 // A comma list of walk lengths, each an integer in [1, 100000].
 std::vector<long long> parse_walk_lengths(const Params& p, const std::string& flag);
+// The standard error of a statistic that has none (a max over z-scores).
+constexpr double kNoStderr = std::numeric_limits<double>::quiet_NaN();
 // Row for an EXACT check of a mean against a closed form at level z.
 SimRow exact_row(std::string result, std::string quantity, double estimate, double se, std::optional<double> theory,
                  double z);

@@ -54,14 +54,13 @@ std::vector<SimRow> spectral_gap_rows(const StepLaw& law_ref, const SimContext& 
   SimRow beta = exact_row(result, "beta", e.norm, e.norm_stderr, law->gap(), kZ);
   SimRow entries;
   if (mean) {
-    entries = upper_row(result, "max_entry_z", max_entry_z(e, *mean), 0.0, z_entries, 0.0);
+    entries = upper_row(result, "max_entry_z", max_entry_z(e, *mean), kNoStderr, z_entries, 0.0);
     // The verdict on beta is the entrywise one: the norm estimate is only
     // nearly unbiased, the entries are exactly so.
     beta.verdict = entries.verdict;
   } else {
-    entries = SimRow{result, "max_entry_z", {}, std::numeric_limits<double>::quiet_NaN()};
+    entries = exact_row(result, "max_entry_z", std::numeric_limits<double>::quiet_NaN(), kNoStderr, std::nullopt, 0.0);
     entries.kind = "upper";
-    entries.verdict = "none";
     beta.verdict = "none";
   }
   rows.push_back(beta);

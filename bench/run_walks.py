@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""Run bench_walks beside its NumPy/SciPy peer, alternately, and print a table.
+
+  /usr/bin/python3 bench/run_walks.py [--bin build/bench/bench_walks] [--rounds 5]
+      [--workloads W3,W4,W5,W6] [--scale 1.0] [--peer-coretype auto|none|NAME]
+
+Each round runs ours and the peer back to back (the order alternating from
+round to round), since this machine's speed shifts from minute to minute; the
+table gives medians over rounds, the ratio peer/ours of the medians, our
+floor (measured in the same process as each of our runs) and the median of
+ours/floor. W3 has two rows for ours, walk_scores (what the simulations call)
+and the fused loop, against the same peer runs.
+
+Both sides run one thread (OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, Eigen's
+and our own code single-threaded): see bench/README.md.
+
+The peer's BLAS: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from the
+peer's environment alone (never from ours, the tests or CI), and threadpoolctl
+reports which kernel then runs. OpenBLAS 0.3.21 does not recognise every newer
+CPU and then falls back to its generic 'Prescott' kernels, 5-6x slower at
+dgemm; with --peer-coretype auto (the default) the script then names the
+matching kernel (SkylakeX for AVX-512, Haswell for AVX2) for the peer and says
+so. If numpy's BLAS is the reference BLAS, the script says so loudly: the
+comparison is then meaningless.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PEER = os.path.join(HERE, "peers", "walks_numpy.py")
+PY = "/usr/bin/python3"  # Debian's python3 with python3-numpy/scipy
+GENERIC_KERNELS = {"prescott", "katmai", "coppermine", "northwood", "banias", "atom", "core2", "penryn", "dunnington"}
+
+# Peer sizes per workload, for --scale.
+PEER_ARGS = {
+    "W3": lambda s: ["--walks", str(max(1, int(4096 * s)))],
+    "W4": lambda s: ["--walks", str(max(1, int(10000 * s)))],
+    "W5": lambda s: ["--samples", str(max(1, int(2000 * s)))],
+    "W6": lambda s: ["--walks", str(max(1, int(64 * s)))],
+}
+
+
+def loud(msg):
+    bar = "!" * 78
+    print(f"{bar}\n!! {msg}\n{bar}", flush=True)
+
+
+def parse_kv(line):
+    parts = line.split()
+    out = {"name": parts[0]}
+    for p in parts[1:]:
+        k, _, v = p.partition("=")
+        try:
+            out[k] = float(v)
+        except ValueError:
+            out[k] = v
+    return out
+
+
+def run(cmd, env):
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{r.stderr}")
+    return [parse_kv(l) for l in r.stdout.splitlines() if l.strip()]
+
+
+def peer_env(coretype):
+    env = dict(os.environ)
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
+    env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
+    return env
+
+
+def peer_info(env):
+    r = subprocess.run([PY, PEER, "info"], env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"peer info failed:\n{r.stderr}")
+    return json.loads(r.stdout)
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":")[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def choose_peer_env(mode):
+    env = peer_env(None)
+    info = peer_info(env)
+    blas = [p for p in info["threadpools"] if p.get("user_api") == "blas"]
+    if not blas or blas[0].get("internal_api") != "openblas":
+        loud("numpy is NOT using OpenBLAS (threadpoolctl: %s). The reference BLAS makes this comparison "
+             "meaningless. Point the alternatives at OpenBLAS, e.g.\n!!   update-alternatives --set "
+             "libblas.so.3-x86_64-linux-gnu /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3\n!!   "
+             "update-alternatives --set liblapack.so.3-x86_64-linux-gnu "
+             "/usr/lib/x86_64-linux-gnu/openblas-pthread/liblapack.so.3" % json.dumps(blas))
+        return env, info, "not OpenBLAS"
+    arch = str(blas[0].get("architecture", "")).lower()
+    note = f"OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset: OpenBLAS {blas[0].get('version')} runs '{blas[0].get('architecture')}'"
+    if mode == "none" or (mode == "auto" and arch not in GENERIC_KERNELS):
+        return env, info, note
+    if mode == "auto":
+        flags = cpu_flags()
+        pick = "SkylakeX" if "avx512f" in flags else "Haswell" if "avx2" in flags else None
+        if pick is None:
+            return env, info, note
+        loud(f"{note}, a generic kernel on a CPU with {'AVX-512' if pick == 'SkylakeX' else 'AVX2'}: "
+             f"the peer runs with OPENBLAS_CORETYPE={pick} instead (--peer-coretype none to keep the generic one)")
+    else:
+        pick = mode
+    env = peer_env(pick)
+    info = peer_info(env)
+    blas = [p for p in info["threadpools"] if p.get("user_api") == "blas"]
+    return env, info, f"{note}; peer run with OPENBLAS_CORETYPE={pick}: '{blas[0].get('architecture')}'"
+
+
+def find_bin(arg):
+    if arg:
+        return arg
+    for cand in ("build/bench/bench_walks", "build-bench/bench/bench_walks", "build-bench/dev/bench/bench_walks"):
+        p = os.path.join(ROOT, cand)
+        if os.path.exists(p):
+            return p
+    sys.exit("bench_walks not found: build it (cmake --build build --target bench_walks) or pass --bin")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--workloads", default="W3,W4,W5,W6")
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--peer-coretype", default="auto")
+    a = ap.parse_args()
+    binp = find_bin(a.bin)
+    ours_env = dict(os.environ, OMP_NUM_THREADS="1")
+    penv, info, note = choose_peer_env(a.peer_coretype)
+    print("peer:", note)
+    print("peer threadpoolctl:", json.dumps(info))
+
+    rates = run([binp, "--workload", "rates"], ours_env)[0]
+    gemm_peer = run([PY, PEER, "gemm"], penv)[0]["gflops"]
+    print(f"ours rates: word {rates['word_ns']:.3f} ns, Box-Muller pair {rates['pair_ns']:.3f} ns, "
+          f"cos {rates['cos_ns']:.3f} ns, FMA peak {rates['fma_gflops']:.1f} GFlop/s, "
+          f"Eigen dgemm {rates['eigen_dgemm_gflops']:.1f} GFlop/s; numpy/OpenBLAS dgemm {gemm_peer:.1f} GFlop/s")
+    dgemm = max(rates["eigen_dgemm_gflops"], gemm_peer)
+
+    rows = []
+    for wl in a.workloads.split(","):
+        ours_names = ["W3", "W3fused"] if wl == "W3" else [wl]
+        ours = {n: [] for n in ours_names}
+        peer = []
+        for r in range(a.rounds):
+            def do_ours():
+                for n in ours_names:
+                    ours[n].append(run([binp, "--workload", n, "--scale", str(a.scale)], ours_env)[0])
+
+            def do_peer():
+                peer.append(run([PY, PEER, wl] + PEER_ARGS[wl](a.scale), penv)[0]["peer_s"])
+
+            for f in ((do_ours, do_peer) if r % 2 == 0 else (do_peer, do_ours)):
+                f()
+            print(f"  {wl} round {r + 1}: " + ", ".join(f"{n} {ours[n][-1]['ours_s']:.4f} s" for n in ours_names)
+                  + f", peer {peer[-1]:.4f} s", flush=True)
+        pm = statistics.median(peer)
+        for n in ours_names:
+            om = statistics.median(x["ours_s"] for x in ours[n])
+            fl = statistics.median(x["floor_s"] for x in ours[n])
+            of = statistics.median(x["ours_over_floor"] for x in ours[n])
+            extra = ""
+            if "useful_gflops" in ours[n][0]:
+                g = statistics.median(x["useful_gflops"] for x in ours[n])
+                extra = f"{g:.1f} GFlop/s = {100 * g / dgemm:.0f}% of dgemm {dgemm:.1f}"
+            rows.append((n, om, pm, pm / om, fl, of, extra))
+
+    print()
+    print(f"{'workload':9} {'ours med s':>11} {'peer med s':>11} {'peer/ours':>9} {'floor s':>9} {'ours/floor':>10}  note")
+    for n, om, pm, ratio, fl, of, extra in rows:
+        print(f"{n:9} {om:11.4f} {pm:11.4f} {ratio:9.2f} {fl:9.4f} {of:10.2f}  {extra}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,367 @@
+// bench_walks: times routelab on the walk workloads of the performance issue
+// and measures, in the same process and the same minute, the floor of each:
+// the random words and transcendentals it must draw at the measured rate of
+// our own generator, plus its arithmetic at the measured FMA rate.
+//
+//   W3  Householder walks, uniform normals, d = 64, 4096 walks x 256 steps,
+//       vector propagation, score q^T P_n k at every step (walk_scores)
+//   W4  SO(2) phases, B = 32, 10000 walks x 4096 steps, S_n = mean_b cos
+//       Theta_{n,b} at every step (so2_mean_cos_walk)
+//   W3fused  the same walks as one fused loop (see W3Fused)
+//   W5  2000 Haar samples on O(64) (haar_sample)
+//   W6  full-matrix Householder products, d = 128, 64 walks x 1024 steps,
+//       compact-WY blocks (householder_walk_matrix_wy)
+//
+// Usage: bench_walks [--workload W3|W3fused|W4|W5|W6|rates|all] [--reps R] [--block b]
+//                    [--scale s]  (s < 1 shrinks the walk counts, for a smoke run)
+// Prints one line per workload, `key=value` pairs, for bench/run_walks.py.
+// One thread throughout (OpenMP and Eigen): see bench/README.md.
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "groups/haar.h"
+#include "groups/householder.h"
+#include "groups/householder_wy.h"
+#include "groups/so2_phases.h"
+#include "groups/walk.h"
+#include "rng/stream.h"
+
+using namespace routelab;
+
+static double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Best of `reps` timings of f (seconds).
+template <class F>
+static double best_of(int reps, F&& f) {
+  double best = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now();
+    f();
+    best = std::min(best, now() - t0);
+  }
+  return best;
+}
+
+static volatile double g_sink;  // keeps results alive
+
+// ---------------------------------------------------------------------------
+// Rates: each measured on a small, cache-resident problem, best of a few.
+
+struct Rates {
+  double word_s;   // one Philox word (bulk, vectorized)
+  double pair_s;   // one Box-Muller pair from its 4 words: log, sqrt, cos, sin
+  double cos_s;    // one cos of a wrapped phase, weighted and summed
+  double fma_s;    // one scalar fused multiply-add at the machine's peak
+  double gemm_flops;  // Eigen dgemm, n = 1024, flop/s
+};
+
+static double measure_word() {
+  const int nb = 4096;
+  std::vector<uint32_t> w(4 * nb);
+  uint64_t blk = 0;
+  const int iters = 64;
+  const double t = best_of(5, [&] {
+    for (int i = 0; i < iters; ++i) philox_blocks(1, 2, blk += nb, nb, w.data());
+  });
+  g_sink = w[7];
+  return t / (double(iters) * 4 * nb);
+}
+
+static double measure_pair() {
+  const int chunks = 256;
+  std::vector<uint32_t> w(2 * kNormalChunk * chunks);
+  philox_blocks(3, 4, 0, w.size() / 4, w.data());
+  std::vector<double> out(kNormalChunk * chunks);
+  const int iters = 64;
+  const double t = best_of(5, [&] {
+    for (int i = 0; i < iters; ++i) normal_chunks(w.data(), chunks, out.data());
+  });
+  g_sink = out[5];
+  return t / (double(iters) * chunks * kNormalChunk / 2);
+}
+
+static double measure_cos() {
+  const int rows = 64, B = 32;
+  std::vector<double> th(rows * B), w(B, 1.0 / B), S(rows);
+  for (std::size_t i = 0; i < th.size(); ++i) th[i] = -3.1 + 6.2 * double(i) / th.size();
+  const int iters = 512;
+  const double t = best_of(5, [&] {
+    for (int i = 0; i < iters; ++i) cos_weighted_rows(th.data(), rows, B, w.data(), S.data());
+  });
+  g_sink = S[3];
+  return t / (double(iters) * rows * B);
+}
+
+// Peak FMA throughput: 16 independent vector accumulators hide the latency.
+static double measure_fma() {
+#if defined(__AVX512F__)
+  using V = __m512d;
+  constexpr int lanes = 8;
+#define SET1 _mm512_set1_pd
+#define FMA _mm512_fmadd_pd
+#define ADD _mm512_add_pd
+#else
+  using V = __m256d;
+  constexpr int lanes = 4;
+#define SET1 _mm256_set1_pd
+#define FMA _mm256_fmadd_pd
+#define ADD _mm256_add_pd
+#endif
+  const long iters = 1 << 22;
+  V s;
+  // The accumulators live inside the timed lambda so they stay in registers.
+  const double t = best_of(3, [&] {
+    const V a = SET1(0.999999), b = SET1(1e-7);
+    V c0 = SET1(0), c1 = SET1(1), c2 = SET1(2), c3 = SET1(3), c4 = SET1(4), c5 = SET1(5), c6 = SET1(6), c7 = SET1(7);
+    V c8 = SET1(8), c9 = SET1(9), c10 = SET1(10), c11 = SET1(11);
+    for (long i = 0; i < iters; ++i) {
+      c0 = FMA(c0, a, b), c1 = FMA(c1, a, b), c2 = FMA(c2, a, b), c3 = FMA(c3, a, b);
+      c4 = FMA(c4, a, b), c5 = FMA(c5, a, b), c6 = FMA(c6, a, b), c7 = FMA(c7, a, b);
+      c8 = FMA(c8, a, b), c9 = FMA(c9, a, b), c10 = FMA(c10, a, b), c11 = FMA(c11, a, b);
+    }
+    s = ADD(ADD(ADD(c0, c1), ADD(c2, c3)), ADD(ADD(c4, c5), ADD(c6, c7)));
+    s = ADD(s, ADD(ADD(c8, c9), ADD(c10, c11)));
+  });
+  double tmp[lanes];
+  std::memcpy(tmp, &s, sizeof tmp);
+  g_sink = tmp[0];
+  return t / (double(iters) * 12 * lanes);
+}
+
+static double measure_gemm() {
+  const int n = 1024;
+  Mat A = Mat::Random(n, n), B = Mat::Random(n, n), C(n, n);
+  const double t = best_of(3, [&] { C.noalias() = A * B; });
+  g_sink = C(1, 2);
+  return 2.0 * n * n * double(n) / t;
+}
+
+static Rates measure_rates() {
+  Rates r;
+  r.word_s = measure_word();
+  r.pair_s = measure_pair();
+  r.cos_s = measure_cos();
+  r.fma_s = measure_fma();
+  r.gemm_flops = 0;
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Workloads. Each returns a checksum so the work cannot be dropped, and has a
+// floor(rates) in seconds.
+
+static const uint64_t kSeed = 20240611;
+
+struct W3 {
+  int d = 64, walks = 4096, n = 256;
+  double run() const {
+    Householder law(d, NormalSampler(NormalLaw::sphere, d, 1.0));
+    std::vector<double> q(d), k(d), scores(n);
+    for (int i = 0; i < d; ++i) q[i] = 1.0 / std::sqrt(double(d)), k[i] = (i == 0);
+    WalkBuffers buf(law);
+    double sum = 0;
+    for (int w = 0; w < walks; ++w) {
+      Stream s(kSeed, w);
+      walk_scores(law, s, q.data(), k.data(), n, scores.data(), buf);
+      sum += scores[n - 1];
+    }
+    return sum;
+  }
+  // d normals a step (2 words each, one Box-Muller pair per two), and about
+  // 5 d FMAs: |g|^2, scale, v.x, x -= c v, q.x.
+  double floor(const Rates& r) const {
+    const double steps = double(walks) * n;
+    return steps * (d * 2 * r.word_s + d / 2.0 * r.pair_s + 5.0 * d * r.fma_s);
+  }
+};
+
+// W3 again, as one fused loop: the same walks on the same streams (so the
+// same scores up to rounding), with a walk's normals drawn 64 steps at a time
+// and the three dot products vectorized (omp simd reductions). This is what
+// walk_scores + householder_step could run at; as they stand their dot
+// products are sequential sums (no reassociation outside *_vec.cpp), which
+// costs more than the normals. Not a library path: a measurement.
+struct W3Fused : W3 {
+  double run() const {
+    const int chunk = 64;
+    std::vector<double> q(d), x(d), g(std::size_t(chunk) * d), scores(n);
+    for (int i = 0; i < d; ++i) q[i] = 1.0 / std::sqrt(double(d));
+    double sum = 0;
+    for (int w = 0; w < walks; ++w) {
+      Stream s(kSeed, w);
+      for (int i = 0; i < d; ++i) x[i] = (i == 0);
+      for (int t0 = 0; t0 < n; t0 += chunk) {
+        const int m = std::min(chunk, n - t0);
+        s.normals(g.data(), std::size_t(m) * d);
+        for (int t = 0; t < m; ++t) {
+          const double* v = g.data() + std::size_t(t) * d;
+          double vv = 0, vx = 0;
+#pragma omp simd reduction(+ : vv, vx)
+          for (int i = 0; i < d; ++i) vv += v[i] * v[i], vx += v[i] * x[i];
+          const double c = 2.0 * vx / vv;
+          double qx = 0;
+#pragma omp simd reduction(+ : qx)
+          for (int i = 0; i < d; ++i) {
+            x[i] -= c * v[i];
+            qx += q[i] * x[i];
+          }
+          scores[t0 + t] = qx;
+        }
+        // walk_scores renormalises |x| every kReorthonormalizeEvery steps.
+        if ((t0 + m) % kReorthonormalizeEvery == 0) {
+          double x2 = 0;
+          for (int i = 0; i < d; ++i) x2 += x[i] * x[i];
+          const double c = 1.0 / std::sqrt(x2);
+          for (int i = 0; i < d; ++i) x[i] *= c;
+        }
+      }
+      sum += scores[n - 1];
+    }
+    return sum;
+  }
+};
+
+struct W4 {
+  int B = 32, walks = 10000, n = 4096;
+  double a = 0.5, omega = 0.3;
+  double run() const {
+    So2Blocks law(2 * B, std::vector<double>(B, a), omega);
+    std::vector<double> S(n), mean(n, 0.0), sq(n, 0.0);
+    for (int w = 0; w < walks; ++w) {
+      Stream s(kSeed, w);
+      so2_mean_cos_walk(law, s, n, S.data());
+      // What a simulation keeps: the mean curve E S_n and its spread.
+      for (int t = 0; t < n; ++t) mean[t] += S[t], sq[t] += S[t] * S[t];
+    }
+    return mean[n - 1] + sq[n - 1];
+  }
+  // A uniform (2 words) and a cos per block and step; about 6 FMAs around
+  // them: the increment, the wrap (scale, round, two FMAs), weight and sum.
+  double floor(const Rates& r) const {
+    const double e = double(walks) * n * B;
+    return e * (2 * r.word_s + r.cos_s + 6.0 * r.fma_s);
+  }
+};
+
+struct W5 {
+  int d = 64, samples = 2000;
+  double run() const {
+    double sum = 0;
+    for (int i = 0; i < samples; ++i) {
+      Stream s(kSeed, i);
+      Mat Q = haar_sample(s, d, false);
+      sum += Q(0, 0);
+    }
+    return sum;
+  }
+  // d^2 normals; QR by Householder (4/3 d^3 flops) and forming Q (4/3 d^3),
+  // i.e. 4/3 d^3 FMAs.
+  double floor(const Rates& r) const {
+    const double dd = d;
+    return samples * (dd * dd * (2 * r.word_s + r.pair_s / 2) + 4.0 / 3.0 * dd * dd * dd * r.fma_s);
+  }
+};
+
+struct W6 {
+  int d = 128, walks = 64, n = 1024, block = 32;
+  double run() const {
+    Householder law(d, NormalSampler(NormalLaw::sphere, d, 1.0));
+    WyBuffers buf;
+    double sum = 0;
+    for (int w = 0; w < walks; ++w) {
+      Stream s(kSeed, w);
+      Mat P = Mat::Identity(d, d);
+      householder_walk_matrix_wy(law, s, P, n, block, buf);
+      sum += P.trace();
+    }
+    return sum;
+  }
+  // Useful flops: a reflection on a d x d matrix is 4 d^2 flops (2 d^2 FMAs).
+  double flops() const { return double(walks) * n * 4.0 * d * d; }
+  double floor(const Rates& r) const {
+    const double steps = double(walks) * n;
+    return steps * (d * 2 * r.word_s + d / 2.0 * r.pair_s) + flops() / 2 * r.fma_s;
+  }
+};
+
+int main(int argc, char** argv) {
+  std::string which = "all";
+  int reps = 1, block = 32;
+  double scale = 1.0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_walks: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--workload") which = next();
+    else if (a == "--reps") reps = std::atoi(next());
+    else if (a == "--block") block = std::atoi(next());
+    else if (a == "--scale") scale = std::atof(next());
+    else {
+      std::fprintf(stderr, "bench_walks: unknown flag %s; accepts --workload W3|W3fused|W4|W5|W6|rates|all, --reps R, "
+                           "--block b, --scale s\n", a.c_str());
+      return 2;
+    }
+  }
+  // One thread for everything, as the NumPy peer runs (bench/README.md).
+  omp_set_num_threads(1);
+  Eigen::setNbThreads(1);
+
+  const bool all = which == "all";
+  const Rates r = measure_rates();
+  if (all || which == "rates") {
+    const double gemm = measure_gemm();
+    std::printf("rates word_ns=%.4f pair_ns=%.4f cos_ns=%.4f fma_gflops=%.2f eigen_dgemm_gflops=%.2f\n",
+                r.word_s * 1e9, r.pair_s * 1e9, r.cos_s * 1e9, 2e-9 / r.fma_s, gemm * 1e-9);
+  }
+  auto report = [&](const char* name, auto& w, double extra_flops) {
+    double sum = 0;
+    const double t = best_of(reps, [&] { sum = w.run(); });
+    const double fl = w.floor(r);
+    std::printf("%s ours_s=%.5f floor_s=%.5f ours_over_floor=%.3f checksum=%.12g", name, t, fl, t / fl, sum);
+    if (extra_flops > 0) std::printf(" useful_gflops=%.2f", extra_flops / t * 1e-9);
+    std::printf("\n");
+    std::fflush(stdout);
+  };
+  if (all || which == "W3") {
+    W3 w;
+    w.walks = std::max(1, int(w.walks * scale));
+    report("W3", w, 0);
+  }
+  if (all || which == "W3fused") {
+    W3Fused w;
+    w.walks = std::max(1, int(w.walks * scale));
+    report("W3fused", w, 0);
+  }
+  if (all || which == "W4") {
+    W4 w;
+    w.walks = std::max(1, int(w.walks * scale));
+    report("W4", w, 0);
+  }
+  if (all || which == "W5") {
+    W5 w;
+    w.samples = std::max(1, int(w.samples * scale));
+    report("W5", w, 0);
+  }
+  if (all || which == "W6") {
+    W6 w;
+    w.walks = std::max(1, int(w.walks * scale));
+    w.block = block;
+    report("W6", w, w.flops());
+  }
+  return 0;
+}

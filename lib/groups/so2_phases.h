@@ -1,0 +1,50 @@
+// Phase walks for SO(2) blocks (Example 1), many steps at a time.
+//
+// A walk of So2Blocks steps never needs its matrices: block b of P_n is the
+// rotation by Theta_{n,b} = sum_t psi_{t,b}, psi_{t,b} = omega + U[-a_b, a_b].
+// So a score q^T P_n k = sum_b r_b cos(Theta_{n,b} + phi_b) (r_b = |q_b||k_b|,
+// phi_b the angle from k_b to q_b) is a weighted sum of cosines of phases.
+// This kernel draws the increments in batches, accumulates the phases in
+// double, reduces them mod 2 pi every step (Cody-Waite, so the phase stays
+// exact to a few ulps of pi however long the walk; DESIGN lesson 5), and
+// evaluates the cosines through libmvec (so2_phases_vec.cpp).
+//
+// Stream layout: the increments come from the stream exactly as n calls of
+// So2Blocks::draw would take them (step t, block b uses the uniform number
+// t*B + b of the stream, two words each), so the phases equal those of a plain
+// So2Blocks walk on the same (seed, stream), up to the rounding of the sum.
+#pragma once
+
+#include <cmath>
+
+#include "groups/so2.h"
+
+namespace routelab {
+
+// One walk of n steps. theta[0..B) holds the starting phases on entry
+// (phi_b above; zeros for P_0 = I) and the final phases, wrapped to
+// [-pi, pi], on return. S[t-1] = sum_b weight[b] cos Theta_{t,b}, t = 1..n.
+void so2_cos_walk(const So2Blocks& law, Stream& s, int n, const double* weight, double* theta, double* S);
+
+// S_n = (1/B) sum_b cos Theta_{n,b} from Theta_0 = 0 (the mean cosine of the
+// phases, E S_n = Re E e^{i Theta}: the W4 benchmark's quantity).
+void so2_mean_cos_walk(const So2Blocks& law, Stream& s, int n, double* S);
+
+// S[r] = sum_b w[b] cos(theta[r * B + b]) for r < rows, vectorized through
+// libmvec; theta must already be wrapped to about [-pi, pi].
+void cos_weighted_rows(const double* theta, int rows, int B, const double* w, double* S);
+
+// Reduce x to about [-pi, pi] as x - k 2pi, k = round(x / 2pi), with 2pi
+// split into two doubles (hi + lo carries about 106 bits of it) and each part
+// subtracted by a fused multiply-add, whose single rounding makes x - k hi
+// exact to half an ulp of pi. The result is within a few ulps of pi of the
+// true remainder for |x| up to about 2^40 (past that, wrap_angle).
+inline double wrap_phase(double x) {
+  constexpr double inv_two_pi = 0.15915494309189535;
+  constexpr double two_pi_hi = 6.283185307179586;        // 2pi rounded to double
+  constexpr double two_pi_lo = 2.4492935982947064e-16;   // 2pi - two_pi_hi
+  const double k = std::nearbyint(x * inv_two_pi);
+  return std::fma(-k, two_pi_lo, std::fma(-k, two_pi_hi, x));
+}
+
+}  // namespace routelab
