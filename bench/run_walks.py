@@ -8,8 +8,7 @@ Each round runs ours and the peer back to back (the order alternating from
 round to round), since this machine's speed shifts from minute to minute; the
 table gives medians over rounds, the ratio peer/ours of the medians, our
 floor (measured in the same process as each of our runs) and the median of
-ours/floor. W3 has two rows for ours, walk_scores (what the simulations call)
-and the fused loop, against the same peer runs.
+ours/floor. Ours is always the library path the simulations call.
 
 Both sides run one thread (OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, Eigen's
 and our own code single-threaded): see bench/README.md.
@@ -160,7 +159,7 @@ def main():
 
     rows = []
     for wl in a.workloads.split(","):
-        ours_names = ["W3", "W3fused"] if wl == "W3" else [wl]
+        ours_names = [wl]
         ours = {n: [] for n in ours_names}
         peer = []
         for r in range(a.rounds):

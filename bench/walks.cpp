@@ -7,12 +7,11 @@
 //       vector propagation, score q^T P_n k at every step (walk_scores)
 //   W4  SO(2) phases, B = 32, 10000 walks x 4096 steps, S_n = mean_b cos
 //       Theta_{n,b} at every step (so2_mean_cos_walk)
-//   W3fused  the same walks as one fused loop (see W3Fused)
 //   W5  2000 Haar samples on O(64) (haar_sample)
 //   W6  full-matrix Householder products, d = 128, 64 walks x 1024 steps,
 //       compact-WY blocks (householder_walk_matrix_wy)
 //
-// Usage: bench_walks [--workload W3|W3fused|W4|W5|W6|rates|all] [--reps R] [--block b]
+// Usage: bench_walks [--workload W3|W4|W5|W6|rates|all] [--reps R] [--block b]
 //                    [--scale s]  (s < 1 shrinks the walk counts, for a smoke run)
 // Prints one line per workload, `key=value` pairs, for bench/run_walks.py.
 // One thread throughout (OpenMP and Eigen): see bench/README.md.
@@ -185,52 +184,6 @@ struct W3 {
   }
 };
 
-// W3 again, as one fused loop: the same walks on the same streams (so the
-// same scores up to rounding), with a walk's normals drawn 64 steps at a time
-// and the three dot products vectorized (omp simd reductions). This is what
-// walk_scores + householder_step could run at; as they stand their dot
-// products are sequential sums (no reassociation outside *_vec.cpp), which
-// costs more than the normals. Not a library path: a measurement.
-struct W3Fused : W3 {
-  double run() const {
-    const int chunk = 64;
-    std::vector<double> q(d), x(d), g(std::size_t(chunk) * d), scores(n);
-    for (int i = 0; i < d; ++i) q[i] = 1.0 / std::sqrt(double(d));
-    double sum = 0;
-    for (int w = 0; w < walks; ++w) {
-      Stream s(kSeed, w);
-      for (int i = 0; i < d; ++i) x[i] = (i == 0);
-      for (int t0 = 0; t0 < n; t0 += chunk) {
-        const int m = std::min(chunk, n - t0);
-        s.normals(g.data(), std::size_t(m) * d);
-        for (int t = 0; t < m; ++t) {
-          const double* v = g.data() + std::size_t(t) * d;
-          double vv = 0, vx = 0;
-#pragma omp simd reduction(+ : vv, vx)
-          for (int i = 0; i < d; ++i) vv += v[i] * v[i], vx += v[i] * x[i];
-          const double c = 2.0 * vx / vv;
-          double qx = 0;
-#pragma omp simd reduction(+ : qx)
-          for (int i = 0; i < d; ++i) {
-            x[i] -= c * v[i];
-            qx += q[i] * x[i];
-          }
-          scores[t0 + t] = qx;
-        }
-        // walk_scores renormalises |x| every kReorthonormalizeEvery steps.
-        if ((t0 + m) % kReorthonormalizeEvery == 0) {
-          double x2 = 0;
-          for (int i = 0; i < d; ++i) x2 += x[i] * x[i];
-          const double c = 1.0 / std::sqrt(x2);
-          for (int i = 0; i < d; ++i) x[i] *= c;
-        }
-      }
-      sum += scores[n - 1];
-    }
-    return sum;
-  }
-};
-
 struct W4 {
   int B = 32, walks = 10000, n = 4096;
   double a = 0.5, omega = 0.3;
@@ -312,7 +265,7 @@ int main(int argc, char** argv) {
     else if (a == "--block") block = std::atoi(next());
     else if (a == "--scale") scale = std::atof(next());
     else {
-      std::fprintf(stderr, "bench_walks: unknown flag %s; accepts --workload W3|W3fused|W4|W5|W6|rates|all, --reps R, "
+      std::fprintf(stderr, "bench_walks: unknown flag %s; accepts --workload W3|W4|W5|W6|rates|all, --reps R, "
                            "--block b, --scale s\n", a.c_str());
       return 2;
     }
@@ -341,11 +294,6 @@ int main(int argc, char** argv) {
     W3 w;
     w.walks = std::max(1, int(w.walks * scale));
     report("W3", w, 0);
-  }
-  if (all || which == "W3fused") {
-    W3Fused w;
-    w.walks = std::max(1, int(w.walks * scale));
-    report("W3fused", w, 0);
   }
   if (all || which == "W4") {
     W4 w;

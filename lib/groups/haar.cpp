@@ -8,15 +8,21 @@
 namespace routelab {
 
 Mat haar_sample(Stream& s, int d, bool special) {
-  Mat Z(d, d);
-  s.normals(Z.data(), std::size_t(d) * d);
-  Eigen::HouseholderQR<Mat> qr(Z);
-  Mat Q = qr.householderQ();
-  const Mat& R = qr.matrixQR();
-  for (int j = 0; j < d; ++j)
-    if (R(j, j) < 0) Q.col(j) = -Q.col(j);
-  // Eigen may skip trivial reflections, so (-1)^d is not Q's determinant.
-  if (special && Q.determinant() < 0) Q.col(0) = -Q.col(0);
+  Mat Q(d, d);
+  s.normals(Q.data(), std::size_t(d) * d);
+  // Gram-Schmidt on the Gaussian columns, each projection done twice (CGS2:
+  // "twice is enough" keeps Q orthogonal to rounding). Z = Q R with
+  // R_jj = |v_j| > 0, which is exactly Mezzadri's sign-fixed QR factor.
+  Vec r(d);
+  for (int j = 0; j < d; ++j) {
+    auto v = Q.col(j);
+    for (int pass = 0; pass < 2 && j > 0; ++pass) {
+      r.head(j).noalias() = Q.leftCols(j).transpose() * v;
+      v.noalias() -= Q.leftCols(j) * r.head(j);
+    }
+    v /= v.norm();
+  }
+  if (special && Eigen::PartialPivLU<Mat>(Q).determinant() < 0) Q.col(0) = -Q.col(0);
   return Q;
 }
 

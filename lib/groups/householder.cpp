@@ -28,11 +28,11 @@ void NormalSampler::draw(Stream& s, double* v, int d) const {
     return;
   }
   s.normals(v, d);
+  if (law == NormalLaw::gaussian)
+    for (int i = 0; i < d; ++i) v[i] *= sigma(i);
   double norm2 = 0;
-  for (int i = 0; i < d; ++i) {
-    if (law == NormalLaw::gaussian) v[i] *= sigma(i);
-    norm2 += v[i] * v[i];
-  }
+#pragma omp simd reduction(+ : norm2)
+  for (int i = 0; i < d; ++i) norm2 += v[i] * v[i];
   const double inv = 1.0 / std::sqrt(norm2);
   for (int i = 0; i < d; ++i) v[i] *= inv;
 }
@@ -66,7 +66,10 @@ NormalSampler parse_normals(const Params& p, int d) {
 }
 
 void householder_step(const double* v, double* x, int d) {
+  // `omp simd reduction` lets the sum vectorize (a fixed, build-dependent
+  // order) without fast-math.
   double dot = 0;
+#pragma omp simd reduction(+ : dot)
   for (int i = 0; i < d; ++i) dot += v[i] * x[i];
   const double c = 2.0 * dot;
   for (int i = 0; i < d; ++i) x[i] -= c * v[i];

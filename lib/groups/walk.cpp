@@ -21,6 +21,7 @@ void walk_scores(const StepLaw& law, Stream& s, const double* q, const double* k
       for (int i = 0; i < d; ++i) x[i] *= c;
     }
     double dot = 0;
+#pragma omp simd reduction(+ : dot)
     for (int i = 0; i < d; ++i) dot += q[i] * x[i];
     scores[t] = dot;
   }
