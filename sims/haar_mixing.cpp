@@ -129,13 +129,18 @@ std::vector<SimRow> run_haar_mixing(const Params& p, const SimContext& ctx) {
 }
 }  // namespace
 
-Sim haar_mixing_sim() {
-  return {"haar-mixing",
+namespace {
+const bool registered = register_sim({"haar-mixing",
           "law of q^T P_n k against the Haar law (KS), det component, trace moments (Theorem 4, Prop 2, Remark 3)",
           {{"n", "1,2,4,8,16,32,64", "walk lengths (one walk, read at each length)", true}},
           true,
           20000,
-          run_haar_mixing};
-}
+          run_haar_mixing,
+          {{"householder mixing", {{"family", "householder"}, {"d", "2,6,16"}, {"n", "1,2,5,8,16,32,64"}}, 40000, 8000},
+           {"coordinate fails to mix", {{"family", "householder"}, {"normals", "coordinate"}, {"d", "4,8"}, {"n", "1,5,10,40"}}, 40000, 8000},
+           {"heat-dithered mixing", {{"family", "dithered"}, {"d", "4"}, {"normals", "coordinate"}, {"tau", "0.5"}, {"n", "1,2,12"}}, 20000, 4000},
+           {"haar law", {{"family", "haar"}, {"d", "2,3,8,32"}, {"group", "o,so"}, {"n", "1"}}, 40000, 8000}},
+          30});
+}  // namespace
 
 }  // namespace routelab

@@ -1,15 +1,27 @@
 #include "sims/sim.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/core.h>
 
 namespace routelab {
 
-const std::vector<Sim>& all_sims() {
-  static const std::vector<Sim> list = {spectral_gap_sim(), moment_decay_sim(), haar_mixing_sim()};
-  return list;
+namespace {
+std::vector<Sim>& registry() {
+  static std::vector<Sim> sims;
+  return sims;
 }
+}  // namespace
+
+bool register_sim(Sim sim) {
+  auto& r = registry();
+  r.insert(std::upper_bound(r.begin(), r.end(), sim.order, [](int o, const Sim& s) { return o < s.order; }),
+           std::move(sim));
+  return true;
+}
+
+const std::vector<Sim>& all_sims() { return registry(); }
 
 const Sim& find_sim(const std::string& name) {
   std::string names;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <limits>
 #include <optional>
 #include <string>
@@ -46,6 +47,14 @@ struct SimContext {
   long long point = 0;  // index of the parameter point in the sweep
 };
 
+// One row group of `routelab verify`: a simulation run at fixed flags.
+struct SimCheck {
+  std::string name;  // short label for the table
+  std::map<std::string, std::string> flags;
+  long long samples;        // default size
+  long long quick_samples;  // --quick
+};
+
 struct Sim {
   std::string name;
   std::string summary;
@@ -53,8 +62,15 @@ struct Sim {
   bool uses_family = true;     // reads the step-law flags
   long long default_samples = 100000;
   std::function<std::vector<SimRow>(const Params&, const SimContext&)> run;
+  std::vector<SimCheck> checks;  // what `routelab verify` runs
+  int order = 0;                 // position in listings and in verify
 };
 
+// Each sims/*.cpp registers its simulation from a static initializer
+// (`const bool registered = register_sim(...)`), so adding a simulation is
+// adding a file. The sims are an object library, so none is dropped at link.
+bool register_sim(Sim sim);
+// The registered simulations, by `order`.
 const std::vector<Sim>& all_sims();
 const Sim& find_sim(const std::string& name);  // throws BadInput("sim", ...)
 
@@ -83,10 +99,5 @@ std::vector<SimRow> spectral_gap_rows(const StepLaw& law, const SimContext& ctx)
 std::vector<SimRow> moment_decay_rows(const StepLaw& law, const std::vector<long long>& ns,
                                       const std::vector<double>& epss, const SimContext& ctx);
 std::vector<SimRow> haar_mixing_rows(const StepLaw& law, std::vector<long long> ns, const SimContext& ctx);
-
-// The simulations, one file each under sims/.
-Sim spectral_gap_sim();
-Sim moment_decay_sim();
-Sim haar_mixing_sim();
 
 }  // namespace routelab

@@ -74,13 +74,27 @@ std::vector<SimRow> run_spectral_gap(const Params& p, const SimContext& ctx) {
 }
 }  // namespace
 
-Sim spectral_gap_sim() {
-  return {"spectral-gap",
+namespace {
+const bool registered = register_sim({"spectral-gap",
           "beta = ||E M||_op from the sample mean of M against the closed form (entrywise check)",
           {},
           true,
           200000,
-          run_spectral_gap};
-}
+          run_spectral_gap,
+          {{"so2 gap", {{"family", "so2"}, {"d", "4"}, {"a", "0.5,1,3.141592653589793,4"}, {"omega", "0,0.7"}}, 1000000, 100000},
+           {"so2 rope gap", {{"family", "so2"}, {"d", "16"}, {"rope-base", "10000"}}, 400000, 50000},
+           {"householder gap", {{"family", "householder"}, {"d", "2,3,5,8,16"}}, 1000000, 100000},
+           {"householder coordinate gap", {{"family", "householder"}, {"normals", "coordinate"}, {"d", "4"}}, 400000, 50000},
+           {"householder gaussian gap", {{"family", "householder"}, {"normals", "gaussian"}, {"aniso", "3"}, {"d", "5"}}, 400000, 50000},
+           {"givens gap", {{"family", "givens"}, {"d", "2,3,8"}, {"a", "1,3.141592653589793"}}, 1000000, 100000},
+           {"axis3 gap", {{"family", "axis3"}, {"d", "3"}, {"theta", "0.5235987755982988,1.5707963267948966,2.0943951023931957,2.6179938779914944"}}, 1000000, 100000},
+           {"skewexp gap", {{"family", "skewexp"}, {"d", "6"}, {"a", "0.5,1.5,3"}}, 400000, 50000},
+           {"heat gap", {{"family", "heat"}, {"d", "2,3"}, {"tau", "0.2,1"}}, 400000, 50000},
+           {"fisher gap", {{"family", "fisher"}, {"d", "2,3"}, {"kappa", "0.5,2"}}, 200000, 20000},
+           {"lieball gap", {{"family", "lieball"}, {"d", "3"}, {"r", "0.5,1.5,3"}}, 400000, 50000},
+           {"dithered gap", {{"family", "dithered"}, {"d", "4"}, {"normals", "coordinate"}, {"tau", "0.5"}, {"sign", "minus,mixed"}}, 100000, 20000},
+           {"haar mean", {{"family", "haar"}, {"d", "3,8"}, {"group", "o,so"}}, 200000, 20000}},
+          10});
+}  // namespace
 
 }  // namespace routelab

@@ -81,7 +81,7 @@ const std::vector<FlagSpec>& family_flags() {
       {"normals", "sphere", "householder/dithered normals: sphere, coordinate or gaussian"},
       {"aniso", "4", "gaussian normals: standard deviations spread geometrically over [1, K]"},
       {"theta", "1.5707963267948966", "axis3: fixed rotation angle in (0, pi)"},
-      {"lambdas", "0.3,1,2.5", "skewexp: eigenvalue magnitudes of A (d = 2 x count)"},
+      {"lambdas", "0.3,1,2.5", "skewexp: eigenvalue magnitudes of A (d = 2 x count); sweep sets with ';'"},
       {"tau", "0.5", "heat/dithered: Brownian time (generator Laplacian/2, metric tr(X^T Y)/2)"},
       {"heat-h", "0.005", "heat/dithered: geodesic-walk step for d >= 4"},
       {"kappa", "1", "fisher: A = kappa I"},
