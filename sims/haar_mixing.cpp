@@ -39,25 +39,31 @@ std::vector<SimRow> haar_mixing_rows(const StepLaw& law_ref, std::vector<long lo
   const int count = int(ns.size());
   const long long N = ctx.samples;
 
-  // Per walk and recorded length: x_n, then (tr, tr^2, [det = +1]) as moments.
-  std::vector<double> x(std::size_t(N) * count);
+  // Per walk and recorded length c: x_n, tr P_n, (tr P_n)^2, [det P_n = +1].
   std::vector<std::vector<double>> step(ctx.threads);
   std::vector<Mat> P(ctx.threads, Mat(d, d));
-  Moments traces = parallel_moments(0, N, 3 * count, ctx.threads, [&](long long i, double* out, int t) {
+  const std::vector<double> rec = parallel_fill(N, 4 * count, ctx.threads, [&](long long i, double* out, int t) {
     Stream s(ctx.seed, sample_stream(ctx.point, i));
     P[t].setIdentity();
     int c = 0;
     walk_matrix(*law, s, P[t], int(ns.back()), step[t], [&](int n, const Mat& Pn) {
       if (c < count && n == ns[c]) {
         const double tr = Pn.trace();
-        x[std::size_t(i) * count + c] = Pn(0, 0);
-        out[3 * c] = tr;
-        out[3 * c + 1] = tr * tr;
-        out[3 * c + 2] = Pn.determinant() > 0 ? 1.0 : 0.0;
+        out[4 * c] = Pn(0, 0);
+        out[4 * c + 1] = tr;
+        out[4 * c + 2] = tr * tr;
+        out[4 * c + 3] = Pn.determinant() > 0 ? 1.0 : 0.0;
         ++c;
       }
     });
   });
+  Moments traces(3 * count);
+  std::vector<double> moments_row(3 * count);
+  for (long long i = 0; i < N; ++i) {
+    for (int c = 0; c < count; ++c)
+      for (int q = 0; q < 3; ++q) moments_row[3 * c + q] = rec[std::size_t(i) * 4 * count + 4 * c + 1 + q];
+    traces.add(moments_row.data());
+  }
 
   // The KS level matches the z = 5 protocol: a false failure about 5.7e-7.
   boost::math::normal_distribution<double> normal;
@@ -73,7 +79,7 @@ std::vector<SimRow> haar_mixing_rows(const StepLaw& law_ref, std::vector<long lo
   for (int c = 0; c < count; ++c) {
     const long long n = ns[c];
     const std::vector<std::pair<std::string, std::string>> cells = {{"n", std::to_string(n)}};
-    for (long long i = 0; i < N; ++i) column[i] = x[std::size_t(i) * count + c];
+    for (long long i = 0; i < N; ++i) column[i] = rec[std::size_t(i) * 4 * count + 4 * c];
     const double ks = ks_distance(column, [d](double v) { return theory::haar_score_cdf(d, v); });
     if (first_mixed < 0 && ks <= critical) first_mixed = n;
 

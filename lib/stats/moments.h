@@ -79,6 +79,23 @@ Moments parallel_moments(long long begin, long long end, int k, int threads, Sam
   return total;
 }
 
+// Calls fill(i, out, thread) for i in [0, n), out holding k doubles, and
+// returns all of them, sample i at [i k, (i + 1) k): for statistics that need
+// the whole sample (KS, quantiles, tail counts with exact ties). Prefer it to
+// writing into a shared array from parallel_for, so a distributed run can
+// gather the rows.
+template <class Fill>
+std::vector<double> parallel_fill(long long n, int k, int threads, Fill&& fill) {
+  std::vector<double> out(std::size_t(n) * k);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+#pragma omp for schedule(dynamic, 256)
+    for (long long i = 0; i < n; ++i) fill(i, out.data() + std::size_t(i) * k, t);
+  }
+  return out;
+}
+
 // Calls body(i, thread) for i in [0, n) in parallel; for filling per-sample
 // arrays whose order is fixed by i.
 template <class Body>

@@ -1,0 +1,48 @@
+"""Shared pieces of the plotting scripts: read routelab's tidy CSV, save a
+figure as PNG and PDF. Plots read CSV and draw; they never recompute."""
+import argparse
+import csv
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+plt.rcParams.update({"figure.dpi": 120, "savefig.bbox": "tight", "font.size": 10})
+
+
+def read_rows(*paths):
+    """All rows of the given CSV files as dicts of strings."""
+    rows = []
+    for p in paths:
+        with open(p, newline="") as f:
+            rows.extend(csv.DictReader(f))
+    return rows
+
+
+def num(row, key):
+    """A numeric cell, NaN when empty."""
+    v = row.get(key, "")
+    return float(v) if v not in ("", None) else float("nan")
+
+
+def select(rows, **eq):
+    """Rows whose columns equal the given values (as strings)."""
+    return [r for r in rows if all(r.get(k) == str(v) for k, v in eq.items())]
+
+
+def arguments(description):
+    """The command line every plot script takes: CSV files and --out BASE."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("csv", nargs="+", help="routelab CSV output")
+    ap.add_argument("--out", required=True, help="output path without extension (.png and .pdf are written)")
+    return ap.parse_args()
+
+
+def save(fig, base):
+    """Writes BASE.png and BASE.pdf."""
+    os.makedirs(os.path.dirname(base) or ".", exist_ok=True)
+    fig.savefig(base + ".png")
+    fig.savefig(base + ".pdf")
+    plt.close(fig)
