@@ -3,6 +3,9 @@
 //   routelab verify [--quick]              every catalogued check, a table
 //   routelab families                      the step laws and their closed forms
 //   routelab sims                          the simulations
+//   routelab merge A B ... --out FILE      combine --shard partials
+// Under mpirun, every rank computes its share of each sample stream and rank 0
+// writes.
 // Bad input: one line on stderr naming the flag and what it accepts, exit 2,
 // no output file.
 #include <unistd.h>
@@ -21,13 +24,14 @@
 #include "io/table.h"
 #include "sims/runner.h"
 #include "sims/verify.h"
+#include "stats/distributed.h"
 
 using namespace routelab;
 
 namespace {
 
 int bad_input(const std::string& message) {
-  std::fprintf(stderr, "routelab: %s\n", message.c_str());
+  if (dist::is_root()) std::fprintf(stderr, "routelab: %s\n", message.c_str());
   return 2;
 }
 
@@ -52,6 +56,7 @@ int cmd_sim(const std::vector<std::string>& args) {
   nlohmann::json config;
   Table table = run_sim(req, &config);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!dist::is_root()) return 0;
   if (out.empty()) {
     std::fputs(table.to_csv().c_str(), stdout);
   } else {
@@ -82,9 +87,8 @@ int cmd_families() {
   return 0;
 }
 
-}  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     if (!args.empty() && args[0] == "sim") return cmd_sim(std::vector<std::string>(args.begin() + 1, args.end()));
@@ -104,6 +108,11 @@ int main(int argc, char** argv) {
     app.add_subcommand("families", "list the step laws, their flags and closed forms");
     app.add_subcommand("sims", "list the simulations");
     app.add_subcommand("sim", "run one simulation (routelab sim NAME --help)");
+    auto* merge = app.add_subcommand("merge", "combine the partial CSVs of --shard K/N runs into one file");
+    std::vector<std::string> partials;
+    std::string merged;
+    merge->add_option("partials", partials, "partial CSV files (each with its .json sidecar)")->required();
+    merge->add_option("--out", merged, "the combined CSV")->required();
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -117,6 +126,14 @@ int main(int argc, char** argv) {
       return bad_input(msg + " (see routelab --help)");
     }
     if (app.got_subcommand("families")) return cmd_families();
+    if (app.got_subcommand("merge")) {
+      const auto start = std::chrono::steady_clock::now();
+      nlohmann::json config;
+      const std::string csv = merge_partials(partials, &config);
+      write_file_atomic(merged, csv);
+      write_sidecar(merged, config, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      return 0;
+    }
     if (app.got_subcommand("sims")) {
       for (const auto& s : all_sims()) std::printf("%-14s %s\n", s.name.c_str(), s.summary.c_str());
       return 0;
@@ -124,6 +141,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("verify")) {
       const auto start = std::chrono::steady_clock::now();
       VerifyResult r = run_verify(quick, threads, uint64_t(seed), isatty(2));
+      if (!dist::is_root()) return r.failures == 0 ? 0 : 1;
       if (!out.empty()) {
         write_file_atomic(out, r.rows.to_csv());
         write_sidecar(out, {{"command", "verify"}, {"quick", quick}, {"seed", seed}, {"threads", threads}},
@@ -135,8 +153,17 @@ int main(int argc, char** argv) {
   } catch (const BadInput& e) {
     return bad_input(e.what());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "routelab: error: %s\n", e.what());
+    if (dist::is_root()) std::fprintf(stderr, "routelab: error: %s\n", e.what());
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dist::init(&argc, &argv);
+  const int status = run(argc, argv);
+  dist::finalize();
+  return status;
 }

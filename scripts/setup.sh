@@ -10,6 +10,7 @@ packages=(
   librandom123-dev libgtest-dev libtomlplusplus-dev
   python3-numpy python3-scipy python3-matplotlib python3-threadpoolctl
   libopenblas0-pthread
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

@@ -1,10 +1,12 @@
 #include "sims/runner.h"
 
+#include "stats/distributed.h"
 #include "stats/intervals.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include <fmt/core.h>
@@ -45,7 +47,7 @@ std::string accepted_flags(const Sim& sim) {
   if (sim.uses_family)
     for (const auto& f : family_flags()) add(f.name);
   for (const auto& f : sim.flags) add(f.name);
-  for (const char* f : {"samples", "seed", "threads", "out"}) add(f);
+  for (const char* f : {"samples", "seed", "threads", "out", "shard"}) add(f);
   return out;
 }
 
@@ -103,7 +105,8 @@ RunRequest parse_sim_args(const std::string& sim_name, const std::vector<std::st
       value = args[++i];
     }
     const bool known = (sim.uses_family && find_family_flag(name)) || find_sim_flag(sim, name) ||
-                       name == "samples" || name == "seed" || name == "threads" || name == "out";
+                       name == "samples" || name == "seed" || name == "threads" || name == "out" ||
+                       name == "shard";
     if (!known)
       throw BadInput(name, fmt::format("unknown flag for sim {}; accepts {}", sim_name, accepted_flags(sim)));
     if (req.given.count(name)) throw BadInput(name, "given twice; give it once (a comma list sweeps it)");
@@ -120,7 +123,23 @@ RunRequest parse_sim_args(const std::string& sim_name, const std::vector<std::st
     req.out = req.given.at("out");
     if (req.out.empty()) throw BadInput("out", "a file path");
   }
-  for (const char* f : {"samples", "seed", "threads", "out"}) req.given.erase(f);
+  if (req.given.count("shard")) {
+    const std::string& t = req.given.at("shard");
+    const auto slash = t.find('/');
+    char* end = nullptr;
+    long k = -1, n = 0;
+    if (slash != std::string::npos) {
+      k = std::strtol(t.c_str(), &end, 10);
+      if (end != t.c_str() + slash) k = -1;
+      n = std::strtol(t.c_str() + slash + 1, &end, 10);
+      if (*end != '\0') n = 0;
+    }
+    if (n < 1 || k < 0 || k >= n)
+      throw BadInput("shard", fmt::format("'{}' is not accepted; K/N with 0 <= K < N, e.g. 0/4", t));
+    req.shard = int(k);
+    req.shards = int(n);
+  }
+  for (const char* f : {"samples", "seed", "threads", "out", "shard"}) req.given.erase(f);
   return req;
 }
 
@@ -175,7 +194,10 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
   if (sim.uses_family)
     for (const auto& p : points) make_step_law(p);
 
+  // A shard's partial CSV leads with the point index, for `routelab merge`.
+  const bool partial = req.shards > 0;
   std::vector<std::string> columns = {"sim", "result", "quantity"};
+  if (partial) columns.insert(columns.begin(), "point");
   const std::vector<std::string> fams = swept_families(req);
   if (sim.uses_family)
     for (const auto& c : family_columns(fams)) columns.push_back(c);
@@ -187,11 +209,13 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
   const long long samples = req.samples > 0 ? req.samples : sim.default_samples;
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t k = 0; k < points.size(); ++k) {
+    if (partial && long(k % req.shards) != req.shard) continue;
     SimContext ctx{req.seed, req.threads, samples, (long long)k};
     const auto rows = sim.run(points[k], ctx);
     for (const auto& r : rows) {
       std::vector<std::pair<std::string, std::string>> cells = {
           {"sim", sim.name}, {"result", r.result}, {"quantity", r.quantity}};
+      if (partial) cells.push_back({"point", std::to_string(k)});
       for (const auto& [flag, value] : points[k]) {
         const bool series = find_sim_flag(sim, flag) && find_sim_flag(sim, flag)->series;
         if (!series) cells.push_back({flag, value});
@@ -208,7 +232,7 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
       cells.push_back({"verdict", r.verdict});
       table.add_row(cells);
     }
-    if (req.progress) {
+    if (req.progress && dist::is_root()) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::fprintf(stderr, "routelab: %s point %zu/%zu done, %.1f s\n", sim.name.c_str(), k + 1, points.size(), s);
     }
@@ -223,9 +247,60 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
     j["threads"] = req.threads;
     j["z"] = kZ;
     j["ci"] = "estimate +- z * stderr at the check's z";
+    j["ranks"] = dist::size();
+    if (partial) j["shard"] = {{"index", req.shard}, {"count", req.shards}};
     *config = j;
   }
   return table;
+}
+
+std::string merge_partials(const std::vector<std::string>& paths, nlohmann::json* config) {
+  if (paths.empty()) throw BadInput("merge", "give the partial CSV files of every shard");
+  std::string header;
+  nlohmann::json first;
+  std::vector<bool> seen;
+  std::vector<std::pair<long long, std::string>> rows;  // (point, row text without the point)
+  for (const auto& path : paths) {
+    std::ifstream sidecar(path + ".json");
+    if (!sidecar) throw BadInput("merge", fmt::format("{}.json is missing; merge takes the CSV files of --shard runs", path));
+    nlohmann::json j;
+    try {
+      sidecar >> j;
+    } catch (const std::exception&) {
+      throw BadInput("merge", fmt::format("{}.json is not a routelab sidecar", path));
+    }
+    if (!j.contains("shard")) throw BadInput("merge", fmt::format("{} is not a partial result (no --shard)", path));
+    const int index = j["shard"]["index"], count = j["shard"]["count"];
+    nlohmann::json key = j;
+    for (const char* run_specific : {"shard", "wall_seconds", "csv", "threads", "ranks"}) key.erase(run_specific);
+    if (first.is_null()) {
+      first = key;
+      seen.assign(count, false);
+    } else if (key != first || int(seen.size()) != count) {
+      throw BadInput("merge", fmt::format("{} comes from another run (its flags, seed, samples or shard count differ)", path));
+    }
+    if (seen[index]) throw BadInput("merge", fmt::format("shard {}/{} is given twice", index, count));
+    seen[index] = true;
+    std::ifstream csv(path, std::ios::binary);
+    std::string line;
+    if (!std::getline(csv, line) || line.rfind("point,", 0) != 0)
+      throw BadInput("merge", fmt::format("{} is not a partial CSV", path));
+    if (header.empty()) header = line.substr(6);
+    while (std::getline(csv, line)) {
+      const auto comma = line.find(',');
+      rows.push_back({std::stoll(line.substr(0, comma)), line.substr(comma + 1)});
+    }
+  }
+  for (std::size_t k = 0; k < seen.size(); ++k)
+    if (!seen[k]) throw BadInput("merge", fmt::format("shard {}/{} is missing", k, seen.size()));
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string out = header + "\n";
+  for (const auto& r : rows) out += r.second + "\n";
+  if (config) {
+    *config = first;
+    (*config)["merged_from"] = paths;
+  }
+  return out;
 }
 
 std::string sim_help(const Sim& sim) {
@@ -239,7 +314,8 @@ std::string sim_help(const Sim& sim) {
   out += fmt::format("  --{:<12} {} (default: {})\n", "samples", "Monte Carlo samples per point", sim.default_samples);
   out += "  --seed         seed of the counter-based streams (default: 1)\n"
          "  --threads      OpenMP threads; output bytes do not depend on it (default: all cores)\n"
-         "  --out          CSV file (+ FILE.json sidecar); stdout if absent\n";
+         "  --out          CSV file (+ FILE.json sidecar); stdout if absent\n"
+         "  --shard K/N    run only the points p with p % N == K and write a partial for `routelab merge`\n";
   return out;
 }
 

@@ -20,6 +20,7 @@ struct RunRequest {
   uint64_t seed = 1;
   int threads = 1;         // parse_sim_args defaults it to every core
   std::string out;         // CSV path; empty: stdout
+  int shard = -1, shards = 0;  // --shard K/N: run points p with p % N == K, write a partial
   bool progress = false;  // one line per point on stderr
 };
 
@@ -32,6 +33,12 @@ std::vector<Params> expand_points(const RunRequest& req);
 
 // Runs every point; throws BadInput before any work if a point is invalid.
 Table run_sim(const RunRequest& req, nlohmann::json* config = nullptr);
+
+// `routelab merge`: combines the partial CSVs of `--shard K/N` runs (each
+// with its sidecar) into the bytes a single run would have written. Throws
+// BadInput("merge", ...) when the partials do not belong together or do not
+// cover every shard exactly once.
+std::string merge_partials(const std::vector<std::string>& paths, nlohmann::json* config);
 
 // Text for `routelab sim NAME --help`.
 std::string sim_help(const Sim& sim);

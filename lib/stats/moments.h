@@ -12,6 +12,8 @@
 
 #include <omp.h>
 
+#include "stats/distributed.h"
+
 namespace routelab {
 
 // Running mean and sum of squared deviations of k quantities.
@@ -52,11 +54,14 @@ constexpr long long kChunk = 1024;
 constexpr long long kChunksPerBatch = 64;
 
 // Calls sample(i, out, thread) for i in [begin, end), out holding k doubles,
-// and returns their moments. `thread` indexes per-thread scratch (0..threads-1).
+// and returns their moments. `thread` indexes per-thread scratch
+// (0..threads-1). Under MPI, chunk c goes to rank c % size and the chunks'
+// moments are exchanged before the in-order merge (stats/distributed.h).
 template <class Sample>
 Moments parallel_moments(long long begin, long long end, int k, int threads, Sample&& sample) {
   Moments total(k);
   const long long chunks = (end - begin + kChunk - 1) / kChunk;
+  const int ranks = dist::size(), me = dist::rank();
   std::vector<Moments> batch;
   for (long long c0 = 0; c0 < chunks; c0 += kChunksPerBatch) {
     const long long nc = std::min(kChunksPerBatch, chunks - c0);
@@ -67,11 +72,34 @@ Moments parallel_moments(long long begin, long long end, int k, int threads, Sam
       const int t = omp_get_thread_num();
 #pragma omp for schedule(dynamic, 1)
       for (long long c = 0; c < nc; ++c) {
+        if ((c0 + c) % ranks != me) continue;
         const long long lo = begin + (c0 + c) * kChunk, hi = std::min(end, lo + kChunk);
         for (long long i = lo; i < hi; ++i) {
           sample(i, out.data(), t);
           batch[c].add(out.data());
         }
+      }
+    }
+    if (ranks > 1) {
+      // Pack each owned chunk as (n, mean, m2), exchange, unpack all.
+      std::vector<double> mine, all;
+      std::vector<long long> per_chunk(nc, 1 + 2LL * k);
+      for (long long c = 0; c < nc; ++c) {
+        if ((c0 + c) % ranks != me) continue;
+        mine.push_back(double(batch[c].n));
+        mine.insert(mine.end(), batch[c].mean.begin(), batch[c].mean.end());
+        mine.insert(mine.end(), batch[c].m2.begin(), batch[c].m2.end());
+      }
+      // Chunk ownership within the batch starts at c0 % ranks: rotate so the
+      // exchange's "chunk c belongs to rank c % size" holds.
+      std::vector<long long> shifted(nc + c0 % ranks, 0);
+      std::copy(per_chunk.begin(), per_chunk.end(), shifted.begin() + c0 % ranks);
+      dist::allgather_chunks(mine, shifted, all);
+      const double* p = all.data();
+      for (long long c = 0; c < nc; ++c, p += 1 + 2LL * k) {
+        batch[c].n = (long long)p[0];
+        std::copy(p + 1, p + 1 + k, batch[c].mean.begin());
+        std::copy(p + 1 + k, p + 1 + 2LL * k, batch[c].m2.begin());
       }
     }
     for (auto& m : batch) total.merge(m);
@@ -81,17 +109,34 @@ Moments parallel_moments(long long begin, long long end, int k, int threads, Sam
 
 // Calls fill(i, out, thread) for i in [0, n), out holding k doubles, and
 // returns all of them, sample i at [i k, (i + 1) k): for statistics that need
-// the whole sample (KS, quantiles, tail counts with exact ties). Prefer it to
-// writing into a shared array from parallel_for, so a distributed run can
-// gather the rows.
+// the whole sample (KS, quantiles, tail counts with exact ties). Under MPI the
+// chunks are split over the ranks and gathered, in order, on every rank.
 template <class Fill>
 std::vector<double> parallel_fill(long long n, int k, int threads, Fill&& fill) {
   std::vector<double> out(std::size_t(n) * k);
+  const int ranks = dist::size(), me = dist::rank();
+  const long long chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num();
-#pragma omp for schedule(dynamic, 256)
-    for (long long i = 0; i < n; ++i) fill(i, out.data() + std::size_t(i) * k, t);
+#pragma omp for schedule(dynamic, 1)
+    for (long long c = 0; c < chunks; ++c) {
+      if (c % ranks != me) continue;
+      for (long long i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i)
+        fill(i, out.data() + std::size_t(i) * k, t);
+    }
+  }
+  if (ranks > 1) {
+    std::vector<double> mine, all;
+    std::vector<long long> per_chunk(chunks);
+    for (long long c = 0; c < chunks; ++c) {
+      const long long rows = std::min(n, (c + 1) * kChunk) - c * kChunk;
+      per_chunk[c] = rows * k;
+      if (c % ranks == me)
+        mine.insert(mine.end(), out.begin() + c * kChunk * k, out.begin() + (c * kChunk + rows) * k);
+    }
+    dist::allgather_chunks(mine, per_chunk, all);
+    out.swap(all);
   }
   return out;
 }

@@ -1,0 +1,86 @@
+// Scale-out gives the same bytes as one process: `--shard K/N` partials
+// merged by `routelab merge`, and `mpirun -np 2` splitting the sample streams.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+fs::path dir() {
+  const fs::path d = fs::temp_directory_path() / ("routelab_scale_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+int sh(const std::string& cmd) {
+  const int raw = std::system((cmd + " 2> " + (dir() / "err").string()).c_str());
+  return WEXITSTATUS(raw);
+}
+
+const std::string kBin = ROUTELAB_BINARY;
+const std::string kSweep = "sim spectral-gap --family householder,givens,so2 --d 4,6 --samples 4000";
+
+TEST(ScaleOut, ShardsMergeToTheSingleProcessBytes) {
+  const auto d = dir();
+  ASSERT_EQ(sh(kBin + " " + kSweep + " --seed 5 --out " + (d / "one.csv").string()), 0);
+  std::string parts;
+  for (int k = 0; k < 4; ++k) {
+    const auto part = d / ("part" + std::to_string(k) + ".csv");
+    ASSERT_EQ(sh(kBin + " " + kSweep + " --seed 5 --threads 1 --shard " + std::to_string(k) + "/4 --out " + part.string()), 0);
+    parts = part.string() + " " + parts;  // any order
+  }
+  ASSERT_EQ(sh(kBin + " merge " + parts + "--out " + (d / "merged.csv").string()), 0);
+  EXPECT_EQ(slurp(d / "merged.csv"), slurp(d / "one.csv"));
+  EXPECT_TRUE(fs::exists(d / "merged.csv.json"));
+}
+
+TEST(ScaleOut, MergeRefusesIncompleteOrMixedPartials) {
+  const auto d = dir();
+  const auto a = (d / "a.csv").string(), b = (d / "b.csv").string(), c = (d / "c.csv").string();
+  ASSERT_EQ(sh(kBin + " " + kSweep + " --shard 0/2 --out " + a), 0);
+  ASSERT_EQ(sh(kBin + " " + kSweep + " --shard 1/2 --out " + b), 0);
+  ASSERT_EQ(sh(kBin + " " + kSweep + " --seed 6 --shard 1/2 --out " + c), 0);
+  const auto out = (d / "m.csv").string();
+  EXPECT_EQ(sh(kBin + " merge " + a + " --out " + out), 2);       // shard 1/2 missing
+  EXPECT_EQ(sh(kBin + " merge " + a + " " + a + " --out " + out), 2);  // given twice
+  EXPECT_EQ(sh(kBin + " merge " + a + " " + c + " --out " + out), 2);  // another seed
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(sh(kBin + " " + kSweep + " --shard 2/2 --out " + out), 2);  // K out of range
+  EXPECT_EQ(sh(kBin + " merge " + a + " " + b + " --out " + out), 0);
+}
+
+TEST(ScaleOut, MpiRanksGiveTheSingleProcessBytes) {
+#ifndef ROUTELAB_MPIEXEC
+  GTEST_SKIP() << "built without MPI (install libopenmpi-dev and reconfigure)";
+#else
+  const auto d = dir();
+  const std::string mpirun = std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ") +
+                             ROUTELAB_MPIEXEC + " -np 2 --oversubscribe ";
+  for (const std::string sim : {"sim haar-mixing --family householder --d 5 --n 1,4,20 --samples 5000",
+                                "sim moment-decay --family givens --d 4 --samples 5000",
+                                "sim spectral-gap --family so2,householder --d 4 --samples 5000"}) {
+    ASSERT_EQ(sh(kBin + " " + sim + " --threads 1 --out " + (d / "one.csv").string()), 0);
+    ASSERT_EQ(sh(mpirun + kBin + " " + sim + " --threads 1 --out " + (d / "mpi.csv").string()), 0)
+        << slurp(d / "err");
+    EXPECT_EQ(slurp(d / "mpi.csv"), slurp(d / "one.csv")) << sim;
+  }
+#endif
+}
+
+}  // namespace
