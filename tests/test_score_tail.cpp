@@ -1,0 +1,190 @@
+// score-tail at small sizes with fixed seeds: every bound and exact law passes
+// its check, the negative controls detect the Levy tail failing before and
+// without mixing, and every planted error fails its check.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "planted_law.h"
+#include "sims/runner.h"
+#include "sims/score_tail.h"
+#include "theory/haar_score_law.h"
+#include "theory/score_tails.h"
+
+using namespace routelab;
+using routelab::testing::params_for;
+using routelab::testing::PlantedLaw;
+
+namespace {
+
+SimContext small(long long samples, int threads = 2) {
+  SimContext c;
+  c.seed = 11;
+  c.threads = threads;
+  c.samples = samples;
+  return c;
+}
+
+std::string cell(const SimRow& r, const std::string& key) {
+  for (const auto& [k, v] : r.cells)
+    if (k == key) return v;
+  return "";
+}
+
+// Rows of a quantity (prefix) at walk length n ("" = any).
+std::vector<SimRow> rows_of(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& n = "") {
+  std::vector<SimRow> out;
+  for (const auto& r : rows)
+    if (r.quantity.rfind(quantity, 0) == 0 && (n.empty() || cell(r, "n") == n)) out.push_back(r);
+  return out;
+}
+
+int count_verdict(const std::vector<SimRow>& rows, const std::string& verdict) {
+  int k = 0;
+  for (const auto& r : rows) k += r.verdict == verdict;
+  return k;
+}
+
+void expect_no_failures(const std::vector<SimRow>& rows) {
+  for (const auto& r : rows)
+    EXPECT_NE(r.verdict, "fail") << r.result << " " << r.quantity << " n=" << cell(r, "n") << " s=" << cell(r, "s")
+                                 << ": " << r.estimate << " vs " << r.theory.value_or(NAN);
+}
+
+std::vector<SimRow> householder_rows(const ScoreTailTheory& theory = paper_score_tail_theory()) {
+  auto law = make_step_law(params_for("householder", {{"d", "16"}}));
+  return score_tail_rows(*law, {1, 60}, {0.4, 0.5, 0.6}, 4, small(20000), theory);
+}
+
+}  // namespace
+
+// Theorem 5(b) after mixing (d = 16, n = 60: tails 0.056 .. 0.0054 under Levy
+// 0.60 .. 0.13), the exact Haar tail, the union bound, Corollary B.5; and n = 1
+// (one step: tail 0.98 at s = 0.4) visibly breaks the Levy bound.
+TEST(ScoreTail, LevyHoldsAfterMixingAndFailsBefore) {
+  const auto rows = householder_rows();
+  expect_no_failures(rows);
+  EXPECT_EQ(count_verdict(rows_of(rows, "tail", "60"), "pass"), 3 + 3);  // tail and tail_vs_exact_law
+  EXPECT_EQ(count_verdict(rows_of(rows, "tail_exceeds_levy", "1"), "pass"), 3);
+  EXPECT_EQ(count_verdict(rows_of(rows, "tail_vs_exact_law", "1"), "pass"), 3);  // the one-step law
+  // M = 4: the union bound is vacuous (>= 1) at s = 0.4, 0.5, non-vacuous at 0.6.
+  EXPECT_EQ(count_verdict(rows_of(rows, "max_of_M_tail", "60"), "pass"), 1);
+  EXPECT_EQ(count_verdict(rows_of(rows, "max_of_M_tail", "60"), "none"), 2);
+  EXPECT_EQ(count_verdict(rows_of(rows, "far_mass_over_target", "60"), "pass"), 1 + 3);  // + off-event rows
+  EXPECT_EQ(count_verdict(rows_of(rows, "ks_to_haar_score_law", "60"), "pass"), 1);
+  EXPECT_EQ(count_verdict(rows_of(rows, "near_route"), "pass"), 6);
+}
+
+// Planted: the Levy exponent (d-1)/2 quadrupled, 2 exp(-2(d-1)s^2) = 1.1e-3 at
+// s = 0.5, below the true tail 0.02; its tail and union rows must fail.
+TEST(ScoreTail, PlantedTooSmallLevyBoundFails) {
+  ScoreTailTheory planted = paper_score_tail_theory();
+  planted.levy = [](int d, double s) { return 2 * std::exp(-2.0 * (d - 1) * s * s); };
+  const auto rows = householder_rows(planted);
+  EXPECT_GE(count_verdict(rows_of(rows, "tail", "60"), "fail"), 2);
+  EXPECT_GE(count_verdict(rows_of(rows, "max_of_M_tail", "60"), "fail"), 2);
+}
+
+// Planted: the Haar law of dimension d/2 (variance 2/d) as the exact tail.
+TEST(ScoreTail, PlantedWrongHaarLawFails) {
+  ScoreTailTheory planted = paper_score_tail_theory();
+  planted.haar_tail = [](int d, double s) { return theory::haar_score_tail(d / 2, s); };
+  auto law = make_step_law(params_for("haar", {{"d", "16"}}));
+  EXPECT_EQ(count_verdict(score_tail_rows(*law, {1}, {0.4, 0.5}, 2, small(20000)), "fail"), 0);
+  EXPECT_EQ(count_verdict(rows_of(score_tail_rows(*law, {1}, {0.4, 0.5}, 2, small(20000), planted), "tail_vs_exact_law"),
+                          "fail"),
+            2);
+}
+
+// Remark 3: coordinate normals never mix; the tail stays (1 + (1-2/d)^n)/2
+// above the Levy bound (0.117 at d = 8, s = 0.9): the negative control passes.
+TEST(ScoreTail, CoordinateNormalsBreakLevy) {
+  auto law = make_step_law(params_for("householder", {{"d", "8"}, {"normals", "coordinate"}}));
+  const auto rows = score_tail_rows(*law, {1, 40}, {0.6, 0.9}, 2, small(4000));
+  expect_no_failures(rows);
+  // At n = 40 the tail is 0.50 < Levy 0.57 at s = 0.6: no violation there.
+  EXPECT_EQ(count_verdict(rows_of(rows, "tail_exceeds_levy"), "pass"), 3);
+  EXPECT_EQ(count_verdict(rows_of(rows, "tail_vs_exact_law"), "pass"), 4);
+  EXPECT_EQ(rows_of(rows, "tail_exceeds_levy")[0].result, "Remark 3");
+}
+
+// Planted: a claim that coordinate normals mix; the premise check fails.
+TEST(ScoreTail, PlantedClaimThatCoordinateNormalsMixFails) {
+  PlantedLaw law(make_step_law(params_for("householder", {{"d", "8"}, {"normals", "coordinate"}})));
+  law.limit_ = HaarLimit::yes;
+  const auto rows = score_tail_rows(law, {1, 40}, {0.9}, 2, small(4000));
+  EXPECT_EQ(rows_of(rows, "ks_to_haar_score_law", "40")[0].verdict, "fail");
+}
+
+// Theorem 2 on SO(2) blocks (d = 64, a = 1): E S_n = (sin 1)^n, Hoeffding
+// holds, near routes and the union bound hold.
+std::vector<SimRow> so2_rows(const ScoreTailTheory& theory = paper_score_tail_theory()) {
+  auto law = make_step_law(params_for("so2", {{"d", "64"}, {"a", "1"}}));
+  return score_tail_rows(*law, {3, 10, 30}, {0.3, 0.5, 0.7}, 4, small(100000), theory);
+}
+
+TEST(ScoreTail, HoeffdingHoldsAndMeanMatches) {
+  const auto rows = so2_rows();
+  expect_no_failures(rows);
+  EXPECT_EQ(count_verdict(rows_of(rows, "mean_score"), "pass"), 3);
+  EXPECT_GE(count_verdict(rows_of(rows, "tail"), "pass"), 6);
+  EXPECT_EQ(count_verdict(rows_of(rows, "near_route"), "pass"), 6);
+  EXPECT_EQ(rows_of(rows, "tail")[0].result, "Theorem 2(b)");
+}
+
+// Planted: Hoeffding at rate d instead of d/4, exp(-d t^2): at n = 30 (phases
+// nearly uniform, S ~ N(0, 1/d)) and t = 0.3 the tail is about 9e-3 against
+// the planted 3e-3.
+TEST(ScoreTail, PlantedHoeffdingRateDFails) {
+  ScoreTailTheory planted = paper_score_tail_theory();
+  planted.hoeffding = [](int blocks, double t) { return t <= 0 ? 1.0 : std::exp(-2.0 * blocks * t * t); };
+  EXPECT_GE(count_verdict(rows_of(so2_rows(planted), "tail"), "fail"), 1);
+}
+
+// Planted: Example 1's cos a in place of sin a / a in E S_n.
+TEST(ScoreTail, PlantedWrongMeanScoreFails) {
+  ScoreTailTheory planted = paper_score_tail_theory();
+  planted.so2_mean = [](const std::vector<double>& a, double, long long n) { return std::pow(std::cos(a[0]), double(n)); };
+  EXPECT_GE(count_verdict(rows_of(so2_rows(planted), "mean_score"), "fail"), 2);
+}
+
+TEST(ScoreTail, SameRowsAtOneAndTwoThreads) {
+  auto law = make_step_law(params_for("householder", {{"d", "6"}}));
+  const auto a = score_tail_rows(*law, {1, 8}, {0.5}, 3, small(3000, 1));
+  const auto b = score_tail_rows(*law, {1, 8}, {0.5}, 3, small(3000, 2));
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].estimate, b[i].estimate) << a[i].quantity;
+}
+
+TEST(ScoreTail, ClosedForms) {
+  EXPECT_NEAR(theory::hoeffding_score_tail(32, 0.5), std::exp(-4.0), 1e-15);
+  EXPECT_EQ(theory::hoeffding_score_tail(32, -0.1), 1.0);
+  // Remark 3's example: d = 8, s = 0.9, Levy 0.117 < 1/2.
+  EXPECT_NEAR(theory::levy_tail_bound(8, 0.9), 0.117, 5e-4);
+  EXPECT_NEAR(theory::coordinate_householder_tail(8, 1, 0.9), 0.875, 1e-15);
+  // The catalogue's walk before mixing: d = 16, n = 1, s = 0.4 gives 0.977.
+  EXPECT_NEAR(theory::householder_one_step_tail(16, 0.4), 0.977, 1e-3);
+  EXPECT_NEAR(theory::so2_mean_score({1.0, 1.0}, 0.0, 10), std::pow(std::sin(1.0), 10), 1e-15);
+  // Catalogue Prop 1 example: K = 1, M = 1000, rho* = 0.05, a* = 0.01 needs lambda g >= 9.8522.
+  EXPECT_NEAR(theory::far_mass_logit_scale(1.0, 1, 1000, 0.05, 0.01), 9.8522, 1e-4);
+}
+
+TEST(ScoreTail, BadInputNamesTheFlag) {
+  auto flag_of = [](std::vector<std::string> args) {
+    try {
+      run_sim(parse_sim_args("score-tail", args));
+    } catch (const BadInput& e) {
+      return e.flag;
+    }
+    return std::string("none");
+  };
+  EXPECT_EQ(flag_of({"--s", "1.5", "--samples", "100"}), "s");
+  EXPECT_EQ(flag_of({"--s", "-1.01", "--samples", "100"}), "s");
+  EXPECT_EQ(flag_of({"--s", "x", "--samples", "100"}), "s");
+  EXPECT_EQ(flag_of({"--M", "0", "--samples", "100"}), "M");
+  EXPECT_EQ(flag_of({"--M", "2.5", "--samples", "100"}), "M");
+  EXPECT_EQ(flag_of({"--M", "101", "--samples", "100"}), "M");
+  EXPECT_EQ(flag_of({"--n", "0", "--samples", "100"}), "n");
+  EXPECT_EQ(flag_of({"--n", "-3", "--samples", "100"}), "n");
+  EXPECT_EQ(flag_of({"--family", "so2", "--d", "5", "--samples", "100"}), "d");
+}
