@@ -59,6 +59,7 @@
 #include "stats/ks.h"
 #include "stats/moments.h"
 #include "theory/haar_score_law.h"
+#include "theory/far_mass_bounds.h"
 #include "theory/score_tails.h"
 
 namespace routelab {
@@ -380,7 +381,7 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
       // Corollary B.5 where the score gap g = c_near - s is positive.
       const double gap = c_near - s;
       if (gap <= 0) continue;
-      const double lambda = theory::far_mass_logit_scale(gap, 1, routes, targets.rho_star, targets.a_star);
+      const double lambda = theory::prop1_required_lambda_gap(double(routes), 1.0, targets.rho_star, targets.a_star) / gap;
       long long fails = 0, fails_off_event = 0;
       for (long long g = 0; g < groups; ++g) {
         FarMassAccumulator acc;

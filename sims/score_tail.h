@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sims/sim.h"
+#include "stats/intervals.h"
 
 namespace routelab {
 
@@ -40,9 +41,5 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
                                     long long routes, const SimContext& ctx,
                                     const ScoreTailTheory& theory = paper_score_tail_theory(),
                                     const FarMassTargets& targets = {});
-
-// Level of the one-sided Clopper-Pearson limits of every tail verdict
-// (CATALOGUE §2: pass iff the lower limit at level 1 - 3e-7 is <= the bound).
-constexpr double kTailAlpha = 3e-7;
 
 }  // namespace routelab

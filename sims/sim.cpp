@@ -1,5 +1,7 @@
 #include "sims/sim.h"
 
+#include "stats/intervals.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -81,6 +83,30 @@ SimRow lower_row(std::string result, std::string quantity, double estimate, doub
   r.theory = bound;
   r.kind = "lower";
   r.verdict = estimate + margin(z, se) >= bound - slack(bound) ? "pass" : "fail";
+  return r;
+}
+
+SimRow tail_bound_row(std::string result, std::string quantity, long long x, long long n, double bound,
+                      bool negative_control) {
+  SimRow r;
+  r.result = std::move(result);
+  r.quantity = std::move(quantity);
+  r.estimate = double(x) / double(n);
+  r.stderr_ = kNoStderr;
+  r.ci_low = clopper_pearson_lower(x, n, kTailAlpha);
+  r.ci_high = clopper_pearson_upper(x, n, kTailAlpha);
+  r.theory = bound;
+  r.kind = "upper";
+  const bool holds = r.ci_low <= bound;
+  r.verdict = holds != negative_control ? "pass" : "fail";
+  return r;
+}
+
+
+SimRow trend_row(std::string result, std::string quantity, double estimate, double se, std::optional<double> theory) {
+  SimRow r = exact_row(std::move(result), std::move(quantity), estimate, se, theory, kZ);
+  r.kind = "trend";
+  r.verdict = "none";
   return r;
 }
 

@@ -93,6 +93,16 @@ SimRow upper_row(std::string result, std::string quantity, double estimate, doub
 // kind "lower" passes iff estimate + z se >= bound.
 SimRow lower_row(std::string result, std::string quantity, double estimate, double se, double bound, double z);
 
+// One-sided Clopper-Pearson row for a tail probability (CATALOGUE §2): x of n
+// trials exceeded; kind "upper", ci = [lower, upper] at level 1 - 3e-7,
+// pass iff the lower limit <= bound. With negative_control the claim
+// "probability <= bound" is expected to be refuted: pass iff the lower limit > bound.
+SimRow tail_bound_row(std::string result, std::string quantity, long long x, long long n, double bound,
+                      bool negative_control = false);
+// A reported value without a verdict (kind "trend"): a mean with its standard
+// error, or a statistic with kNoStderr; theory, when given, is shown beside it.
+SimRow trend_row(std::string result, std::string quantity, double estimate, double se, std::optional<double> theory);
+
 // The checks of each simulation on a given law; the planted-error tests call
 // them with a law whose closed form is deliberately wrong.
 std::vector<SimRow> spectral_gap_rows(const StepLaw& law, const SimContext& ctx);

@@ -39,25 +39,6 @@ ValueTransportTheory::ValueTransportTheory()
       covariance_bound(theory::far_covariance_bound),
       position_only(theory::position_only_coherence) {}
 
-// One-sided Clopper-Pearson at level 1 - 3e-7 (CATALOGUE §2).
-constexpr double kTailBoundAlpha = 3e-7;
-
-SimRow tail_bound_row(std::string result, std::string quantity, long long x, long long n, double bound,
-                      bool negative_control) {
-  SimRow r;
-  r.result = std::move(result);
-  r.quantity = std::move(quantity);
-  r.estimate = double(x) / double(n);
-  r.stderr_ = kNoStderr;
-  r.ci_low = clopper_pearson_lower(x, n, kTailBoundAlpha);
-  r.ci_high = clopper_pearson_upper(x, n, kTailBoundAlpha);
-  r.theory = bound;
-  r.kind = "upper";
-  const bool holds = r.ci_low <= bound;
-  r.verdict = holds != negative_control ? "pass" : "fail";
-  return r;
-}
-
 ValueTransportConfig value_transport_config(const Params& p) {
   ValueTransportConfig c;
   const std::string part = p.at("part");
@@ -90,12 +71,6 @@ ValueTransportConfig value_transport_config(const Params& p) {
   return c;
 }
 
-SimRow trend_row(std::string result, std::string quantity, double estimate, double se, std::optional<double> theory) {
-  SimRow r = exact_row(std::move(result), std::move(quantity), estimate, se, theory, kZ);
-  r.kind = "trend";
-  r.verdict = "none";
-  return r;
-}
 
 namespace {
 

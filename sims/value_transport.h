@@ -42,14 +42,4 @@ ValueTransportConfig value_transport_config(const Params& p);
 std::vector<SimRow> value_transport_rows(const ValueTransportConfig& cfg, const SimContext& ctx,
                                          const ValueTransportTheory& theory = ValueTransportTheory());
 
-// One-sided Clopper-Pearson row for a tail probability (CATALOGUE §2): x of n
-// trials exceeded; kind "upper", ci = [lower, upper] at level 1 - 3e-7,
-// pass iff the lower limit <= bound. With negative_control the claim
-// "probability <= bound" is expected to be refuted: pass iff the lower limit > bound.
-SimRow tail_bound_row(std::string result, std::string quantity, long long x, long long n, double bound,
-                      bool negative_control = false);
-// A reported value without a verdict (kind "trend"): a mean with its standard
-// error, or a statistic with kNoStderr; theory, when given, is shown beside it.
-SimRow trend_row(std::string result, std::string quantity, double estimate, double se, std::optional<double> theory);
-
 }  // namespace routelab

@@ -9,6 +9,7 @@
 #include "sims/runner.h"
 #include "sims/score_tail.h"
 #include "theory/haar_score_law.h"
+#include "theory/far_mass_bounds.h"
 #include "theory/score_tails.h"
 
 using namespace routelab;
@@ -166,7 +167,7 @@ TEST(ScoreTail, ClosedForms) {
   EXPECT_NEAR(theory::householder_one_step_tail(16, 0.4), 0.977, 1e-3);
   EXPECT_NEAR(theory::so2_mean_score({1.0, 1.0}, 0.0, 10), std::pow(std::sin(1.0), 10), 1e-15);
   // Catalogue Prop 1 example: K = 1, M = 1000, rho* = 0.05, a* = 0.01 needs lambda g >= 9.8522.
-  EXPECT_NEAR(theory::far_mass_logit_scale(1.0, 1, 1000, 0.05, 0.01), 9.8522, 1e-4);
+  EXPECT_NEAR(theory::prop1_required_lambda_gap(1000, 1, 0.05, 0.01), 9.8522, 1e-4);
 }
 
 TEST(ScoreTail, BadInputNamesTheFlag) {

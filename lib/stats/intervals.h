@@ -6,6 +6,9 @@
 namespace routelab {
 
 constexpr double kZ = 5.0;
+// Level of the one-sided Clopper-Pearson limits of every tail verdict: pass
+// iff the lower limit at level 1 - 3e-7 is <= the bound.
+constexpr double kTailAlpha = 3e-7;
 // Two-sided z for a family of `count` tests with total false-failure rate
 // 2 Phi(-kZ) (about 5.7e-7); at least kZ.
 double bonferroni_z(long long count);

@@ -24,13 +24,6 @@ double so2_mean_score(const std::vector<double>& half_widths, double omega, long
 // Theorem 5(c)
 double union_tail_bound(long long routes, double one_route_bound) { return double(routes) * one_route_bound; }
 
-// Proposition 1 (Corollary B.5)
-double far_mass_logit_scale(double gap, long long near, long long far, double rho_star, double a_star) {
-  const double need = std::max({0.0, std::log(double(far) * (1.0 - rho_star) / (double(near) * rho_star)),
-                                std::log(std::sqrt(double(far)) / (double(near) * a_star))});
-  return need / gap;
-}
-
 // Remark 3
 double coordinate_householder_tail(int d, long long n, double s) {
   if (s <= -1) return 1.0;

@@ -22,11 +22,6 @@ double so2_mean_score(const std::vector<double>& half_widths, double omega, long
 // one-route bound (not capped at 1, so a vacuous bound shows as >= 1).
 double union_tail_bound(long long routes, double one_route_bound);
 
-// Proposition 1, as Corollary B.5 uses it: the smallest logit scale lambda with
-// lambda g >= max{0, log(M (1 - rho*)/(K rho*)), log(sqrt(M)/(K a*))}, which
-// forces rho_D <= rho* and a_D <= a* whenever near scores >= c_near and far
-// scores <= c_far = c_near - g.
-double far_mass_logit_scale(double gap, long long near, long long far, double rho_star, double a_star);
 
 // Remark 3: coordinate normals keep P_n diagonal, e_1^T P_n e_1 = +-1 with
 // Pr[+1] = (1 + (1 - 2/d)^n)/2, so Pr[e_1^T P_n e_1 >= s] is that for s in (-1, 1].
