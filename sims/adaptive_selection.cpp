@@ -141,7 +141,8 @@ const bool registered = register_sim(
      {{"adaptive selection", {{"M", "1000,10000,100000"}, {"eps", "0.3"}}, 400, 60},
       {"adaptive selection narrow", {{"M", "100000"}, {"eps", "0.05"}}, 400, 60},
       {"chernoff tail", {{"M", "200,500"}, {"eps", "0.3"}}, 100000, 20000}},
-     70});
+     70,
+     [](const Params& p) { adaptive_selection_config(p); }});
 
 }  // namespace
 

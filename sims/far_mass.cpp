@@ -364,7 +364,8 @@ const bool registered = register_sim({"far-mass",
           run_far_mass,
           {{"far mass bounds", {{"family", "householder"}, {"d", "8"}, {"K", "1,4"}, {"lambda", "3"}, {"gap", "0.5"},
                                 {"ML", "10,100,1000,10000,100000"}, {"routes", "8"}}, 100000, 10000}},
-          50});
+          50,
+          [](const Params& p) { parse_far_mass_point(p); }});
 
 }  // namespace
 

@@ -191,8 +191,10 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
   const std::vector<Params> points = expand_points(req);
   if (points.size() >= (1u << 16)) throw BadInput("sim", "a sweep has at most 65535 points");
   // Validate every point before any work, so bad input writes nothing.
-  if (sim.uses_family)
-    for (const auto& p : points) make_step_law(p);
+  for (const auto& p : points) {
+    if (sim.uses_family) make_step_law(p);
+    if (sim.validate) sim.validate(p);
+  }
 
   // A shard's partial CSV leads with the point index, for `routelab merge`.
   const bool partial = req.shards > 0;

@@ -64,6 +64,9 @@ struct Sim {
   std::function<std::vector<SimRow>(const Params&, const SimContext&)> run;
   std::vector<SimCheck> checks;  // what `routelab verify` runs
   int order = 0;                 // position in listings and in verify
+  // Checks one point's own flags (throws BadInput) so a bad value anywhere in a
+  // sweep is refused before any point runs; family flags are checked anyway.
+  std::function<void(const Params&)> validate;
 };
 
 // Each sims/*.cpp registers its simulation from a static initializer

@@ -149,7 +149,8 @@ const bool registered = register_sim({"softmax-scale",
           run_softmax_scale,
           {{"softmax scale", {{"K", "1,4"}, {"Mmax", "1000"}, {"rho-star", "0.05"}, {"a-star", "0.01,0.001"}, {"gap", "0.5"}},
             1000, 300}},
-          51});
+          51,
+          [](const Params& p) { parse_softmax_scale_point(p); }});
 
 }  // namespace
 

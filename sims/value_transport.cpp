@@ -278,7 +278,8 @@ const bool registered = register_sim(
       {"same-path qkv uniform steps",
        {{"part", "bound"}, {"blocks", "64"}, {"a", "3.141592653589793"}, {"w", "1"}, {"L", "20000"}, {"lambda", "8"}, {"weights", "same"}},
        100, 10}},
-     60});
+     60,
+     [](const Params& p) { value_transport_config(p); }});
 
 }  // namespace
 
