@@ -12,11 +12,7 @@ using namespace routelab;
 namespace {
 
 SimContext small(long long samples, uint64_t seed = 7) {
-  SimContext c;
-  c.seed = seed;
-  c.threads = 2;
-  c.samples = samples;
-  return c;
+  return SimContext{seed, 2, samples, 0};  // seed, threads, samples, point
 }
 
 AdaptiveSelectionConfig config(long long M, double eps) {

@@ -20,11 +20,7 @@ using routelab::testing::params_for;
 namespace {
 
 SimContext small(long long samples) {
-  SimContext c;
-  c.seed = 11;
-  c.threads = 2;
-  c.samples = samples;
-  return c;
+  return SimContext{11, 2, samples, 0};  // seed, threads, samples, point
 }
 
 const SimRow& row(const std::vector<SimRow>& rows, const std::string& result, const std::string& quantity,

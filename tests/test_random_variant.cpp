@@ -16,11 +16,7 @@ using namespace routelab;
 namespace {
 
 SimContext small(long long samples, int threads = 2) {
-  SimContext c;
-  c.seed = 5;
-  c.threads = threads;
-  c.samples = samples;
-  return c;
+  return SimContext{5, threads, samples, 0};  // seed, threads, samples, point
 }
 
 std::string cell(const SimRow& r, const std::string& key) {

@@ -19,11 +19,7 @@ using routelab::testing::PlantedLaw;
 namespace {
 
 SimContext small(long long samples, int threads = 2) {
-  SimContext c;
-  c.seed = 11;
-  c.threads = threads;
-  c.samples = samples;
-  return c;
+  return SimContext{11, threads, samples, 0};  // seed, threads, samples, point
 }
 
 std::string cell(const SimRow& r, const std::string& key) {

@@ -17,11 +17,7 @@ using routelab::testing::PlantedLaw;
 namespace {
 
 SimContext small(long long samples, uint64_t seed = 3) {
-  SimContext c;
-  c.seed = seed;
-  c.threads = 2;
-  c.samples = samples;
-  return c;
+  return SimContext{seed, 2, samples, 0};  // seed, threads, samples, point
 }
 
 const SimRow& row(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& n = "") {

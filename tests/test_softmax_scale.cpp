@@ -16,11 +16,7 @@ using namespace routelab;
 namespace {
 
 SimContext small(long long samples) {
-  SimContext c;
-  c.seed = 4;
-  c.threads = 2;
-  c.samples = samples;
-  return c;
+  return SimContext{4, 2, samples, 0};  // seed, threads, samples, point
 }
 
 const SimRow& row(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& kind) {

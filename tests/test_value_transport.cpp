@@ -15,11 +15,7 @@ using namespace routelab;
 namespace {
 
 SimContext small(long long samples, uint64_t seed = 5) {
-  SimContext c;
-  c.seed = seed;
-  c.threads = 2;
-  c.samples = samples;
-  return c;
+  return SimContext{seed, 2, samples, 0};  // seed, threads, samples, point
 }
 
 // The sim's defaults with some flags replaced.
