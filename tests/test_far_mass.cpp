@@ -74,7 +74,9 @@ TEST(FarMass, BoundsHoldWithExtremalEquality) {
   EXPECT_LE(row(rows, kP4, "extremal_equality_error").estimate, 1e-12);
   EXPECT_LE(row(rows, "B.11", "extremal_equality_error").estimate, 1e-12);
   for (const auto& r : rows)
-    if (r.quantity.find("max_relative_excess") != std::string::npos) EXPECT_LE(r.estimate, 1e-12) << r.quantity;
+    if (r.quantity.find("max_relative_excess") != std::string::npos) {
+      EXPECT_LE(r.estimate, 1e-12) << r.quantity;
+    }
 }
 
 // Planted: Proposition 3 with e^{lambda} instead of e^{2 lambda}.

@@ -96,7 +96,9 @@ TEST(RandomVariant, SameRowsAtOneAndTwoThreads) {
   const auto b = random_variant_rows(setup, {5, 50}, {0, 3}, small(300, 2));
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i)  // NaN: a window beyond the walk
-    if (!(std::isnan(a[i].estimate) && std::isnan(b[i].estimate))) EXPECT_EQ(a[i].estimate, b[i].estimate) << a[i].quantity;
+    if (!(std::isnan(a[i].estimate) && std::isnan(b[i].estimate))) {
+      EXPECT_EQ(a[i].estimate, b[i].estimate) << a[i].quantity;
+    }
 }
 
 TEST(RandomVariant, BadInputNamesTheFlag) {

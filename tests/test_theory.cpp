@@ -63,7 +63,9 @@ TEST(Theory, MixingWindowArithmetic) {
     for (double eps : {0.1, 0.01, 1e-3}) {
       const long long w = theory::mixing_window(beta, eps);
       EXPECT_LE(std::pow(beta, double(w)), eps * (1 + 1e-12));
-      if (w > 1) EXPECT_GT(std::pow(beta, double(w - 1)), eps);
+      if (w > 1) {
+        EXPECT_GT(std::pow(beta, double(w - 1)), eps);
+      }
     }
   }
   EXPECT_EQ(theory::mixing_window(theory::so2_uniform_harmonic(1.0), 0.01), 27);
