@@ -83,14 +83,8 @@ std::vector<SimRow> haar_mixing_rows(const StepLaw& law_ref, std::vector<long lo
     const double ks = ks_distance(column, [d](double v) { return theory::haar_score_cdf(d, v); });
     if (first_mixed < 0 && ks <= critical) first_mixed = n;
 
-    SimRow k;
-    k.result = "Theorem 4";
-    k.quantity = "ks_to_haar_score_law";
+    SimRow k = trend_row("Theorem 4", "ks_to_haar_score_law", ks, kNoStderr, critical);
     k.cells = cells;
-    k.estimate = ks;
-    k.theory = critical;
-    k.kind = "trend";
-    k.verdict = "none";
     rows.push_back(k);
 
     std::optional<double> tr_theory, tr2_theory;

@@ -93,13 +93,7 @@ std::vector<SimRow> softmax_scale_rows(const SoftmaxScaleTheory& theory, const S
   std::vector<SimRow> rows;
   const char* p1 = "Proposition 1 (B.4)";
   auto trend = [&](const char* quantity, double value) {
-    SimRow t;
-    t.result = p1;
-    t.quantity = quantity;
-    t.estimate = value;
-    t.kind = "trend";
-    t.verdict = "none";
-    rows.push_back(t);
+    rows.push_back(trend_row(p1, quantity, value, kNoStderr, std::nullopt));
   };
   trend("required_lambda", threshold);
   trend("required_lambda_rho_term", for_rho);
@@ -115,11 +109,8 @@ namespace {
 
 SoftmaxScalePoint parse_softmax_scale_point(const Params& p) {
   SoftmaxScalePoint pt;
-  pt.K = int(require_int(p, "K", 1, "an integer in [1, 100000] (the near-set size)"));
-  if (pt.K > 100000) throw BadInput("K", fmt::format("{} is not accepted; an integer in [1, 100000] (the near-set size)", pt.K));
-  pt.M_max = require_int(p, "Mmax", 1, "an integer in [1, 1000000] (the largest far-set size)");
-  if (pt.M_max > 1000000)
-    throw BadInput("Mmax", fmt::format("{} is not accepted; an integer in [1, 1000000] (the largest far-set size)", pt.M_max));
+  pt.K = int(require_int_in(p, "K", 1, 100000, "an integer in [1, 100000] (the near-set size)"));
+  pt.M_max = require_int_in(p, "Mmax", 1, 1000000, "an integer in [1, 1000000] (the largest far-set size)");
   pt.gap = require_double(p, "gap", 0.0, 2.0, true, "a number in (0, 2] (scores lie in [-1, 1])");
   pt.a_star = require_double(p, "a-star", 0.0, 1.0, true, "a number in (0, 1] (the target far-weight norm)");
   pt.rho_star = require_double(p, "rho-star", 0.0, pt.gap / 2, true,

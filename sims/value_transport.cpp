@@ -48,8 +48,7 @@ ValueTransportConfig value_transport_config(const Params& p) {
   else throw BadInput("part", "'" + part + "' is not accepted; one of coherence, covariance, bound");
 
   ValueModel& m = c.model;
-  m.blocks = int(require_int(p, "blocks", 1, "an integer B >= 1 (d = 2B)"));
-  if (m.blocks > 4096) throw BadInput("blocks", "an integer B in [1, 4096] (d = 2B)");
+  m.blocks = int(require_int_in(p, "blocks", 1, 4096, "an integer B in [1, 4096] (d = 2B)"));
   const double base = require_double(p, "rope-base", 1.0, 1e12, true, "a base > 1, e.g. 10000");
   m.omega = rope_half_widths(2 * m.blocks, base);  // omega_b = base^{-2b/d}, RoPE's frequencies
   m.a = require_double(p, "a", 0.0, 1e6, true, "a half-width a > 0 of the value-phase increments U[-a, a]");

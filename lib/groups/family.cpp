@@ -58,6 +58,13 @@ long long require_int(const Params& p, const std::string& flag, long long lo, co
   return v;
 }
 
+long long require_int_in(const Params& p, const std::string& flag, long long lo, long long hi,
+                         const std::string& accepts) {
+  const long long v = require_int(p, flag, lo, accepts);
+  if (v > hi) throw BadInput(flag, fmt::format("{} is not accepted; {}", v, accepts));
+  return v;
+}
+
 double require_double(const Params& p, const std::string& flag, double lo, double hi, bool open_lo,
                       const std::string& accepts) {
   double v;

@@ -32,6 +32,9 @@ bool has_param(const Params& p, const std::string& flag);
 
 // Checks used by every factory; each throws BadInput naming the flag.
 long long require_int(const Params& p, const std::string& flag, long long lo, const std::string& accepts);
+// An integer in [lo, hi].
+long long require_int_in(const Params& p, const std::string& flag, long long lo, long long hi,
+                         const std::string& accepts);
 double require_double(const Params& p, const std::string& flag, double lo, double hi, bool open_lo,
                       const std::string& accepts);
 
