@@ -1,0 +1,45 @@
+// Causal multi-head attention with positional transport.
+// Layouts: qkv (B, T, 3C) as the projection writes it; per-head tensors
+// q, k, v, o (B, H, T, hd); rotations cs (B, T, hd/2, 2) = (cos, sin) of the
+// scheme's angles; merged output y (B, T, C). Pair j of a head is the
+// coordinates (2j, 2j+1).
+// One attention code path for training and evaluation: key tiles are streamed
+// with an online softmax (flash attention), keeping only each row's
+// log-sum-exp, so memory grows linearly with length; backward recomputes the
+// probabilities from q, k and the log-sum-exp.
+#pragma once
+
+#include <cstdint>
+
+namespace routelab::nn {
+
+struct AttentionShape {
+  int B, T, H, hd;
+  int64_t C() const { return int64_t(H) * hd; }
+};
+
+// q, k (and v when rotate_v) = R(theta_t) times the head slices of qkv; cs null
+// means no rotation.
+template <class R>
+void split_heads_forward(R* q, R* k, R* v, const R* qkv, const R* cs, bool rotate_v, AttentionShape s);
+// Adds d qkv, and d loss / d theta into dtheta (when not null).
+template <class R>
+void split_heads_backward(R* dqkv, double* dtheta, const R* dq, const R* dk, const R* dv, const R* q, const R* k,
+                          const R* v, const R* cs, bool rotate_v, AttentionShape s);
+
+// y_t = R(-theta_t) o_t per head when cs is given (values were transported),
+// else the heads side by side.
+template <class R>
+void merge_heads_forward(R* y, const R* o, const R* cs, AttentionShape s);
+template <class R>
+void merge_heads_backward(R* d_o, double* dtheta, const R* dy, const R* y, const R* cs, AttentionShape s);
+
+// o = softmax(q k^T / sqrt(hd) + bias, causal) v, with bias -slope_h (i - j)
+// when slopes is given (ALiBi). lse (B, H, T) keeps each row's log-sum-exp.
+template <class R>
+void attention_forward(R* o, R* lse, const R* q, const R* k, const R* v, const double* slopes, AttentionShape s);
+template <class R>
+void attention_backward(R* dq, R* dk, R* dv, const R* d_o, const R* o, const R* lse, const R* q, const R* k,
+                        const R* v, const double* slopes, AttentionShape s);
+
+}  // namespace routelab::nn

@@ -1,0 +1,195 @@
+#include "nn/config.h"
+
+#include <set>
+#include <sstream>
+
+#include <fmt/core.h>
+#include <toml++/toml.h>
+
+#include "nn/scheme.h"
+
+namespace routelab::nn {
+
+namespace {
+
+// Reads the keys of one TOML table into fields, refusing anything unknown.
+class TableReader {
+ public:
+  TableReader(const toml::table* t, std::string where, std::string section)
+      : t_(t), where_(std::move(where)), section_(std::move(section)) {}
+
+  void integer(const char* key, int& field, long long lo, long long hi) {
+    long long v = field;
+    integer64(key, v, lo, hi);
+    field = int(v);
+  }
+  void integer64(const char* key, long long& field, long long lo, long long hi) {
+    const toml::node* n = take(key);
+    if (!n) return;
+    auto v = n->value_exact<int64_t>();
+    if (!v || *v < lo || *v > hi) fail(key, fmt::format("an integer in [{}, {}]", lo, hi));
+    field = *v;
+  }
+  void real(const char* key, double& field, double lo, double hi, bool open_lo = false) {
+    const toml::node* n = take(key);
+    if (!n) return;
+    auto v = n->value<double>();  // integers are accepted as reals
+    if (!v || !(*v <= hi) || *v < lo || (open_lo && *v == lo))
+      fail(key, fmt::format("a number in {}{}, {}]", open_lo ? "(" : "[", lo, hi));
+    field = *v;
+  }
+  void text(const char* key, std::string& field, const std::string& accepts) {
+    const toml::node* n = take(key);
+    if (!n) return;
+    auto v = n->value_exact<std::string>();
+    if (!v) fail(key, accepts);
+    field = *v;
+  }
+  void finish() const {
+    if (!t_) return;
+    for (const auto& [k, v] : *t_)
+      if (!seen_.count(std::string(k.str())))
+        throw ConfigError(fmt::format("{}: unknown key [{}] {}; accepted: {}", where_, section_, k.str(), accepted()));
+  }
+  [[noreturn]] void fail(const char* key, const std::string& accepts) const {
+    throw ConfigError(fmt::format("{}: [{}] {} must be {}", where_, section_, key, accepts));
+  }
+
+ private:
+  const toml::node* take(const char* key) {
+    seen_.insert(key);
+    keys_.push_back(key);
+    return t_ ? t_->get(key) : nullptr;
+  }
+  std::string accepted() const {
+    std::string s;
+    for (const auto& k : keys_) s += (s.empty() ? "" : ", ") + k;
+    return s;
+  }
+  const toml::table* t_;
+  std::string where_, section_;
+  std::set<std::string> seen_;
+  std::vector<std::string> keys_;
+};
+
+const toml::table* section(const toml::table& t, const char* name, const std::string& where) {
+  const toml::node* n = t.get(name);
+  if (!n) return nullptr;
+  if (!n->is_table()) throw ConfigError(fmt::format("{}: [{}] must be a table", where, name));
+  return n->as_table();
+}
+
+}  // namespace
+
+RunConfig parse_run_config(const toml::table& t, const std::string& where, const std::vector<std::string>& extra) {
+  std::set<std::string> known = {"model", "train", "data"};
+  known.insert(extra.begin(), extra.end());
+  for (const auto& [k, v] : t)
+    if (!known.count(std::string(k.str()))) {
+      std::string list;
+      for (const auto& s : known) list += (list.empty() ? "[" : ", [") + s + "]";
+      throw ConfigError(fmt::format("{}: unknown table or key '{}'; accepted: {}", where, k.str(), list));
+    }
+  RunConfig c;
+  {
+    TableReader r(section(t, "model", where), where, "model");
+    r.integer("d_model", c.model.d_model, 2, 8192);
+    r.integer("heads", c.model.heads, 1, 1024);
+    r.integer("layers", c.model.layers, 1, 256);
+    r.integer("mlp_ratio", c.model.mlp_ratio, 1, 64);
+    r.integer("context", c.model.context, 1, 1 << 20);
+    r.text("scheme", c.model.scheme, "one of " + scheme_names());
+    r.real("angle_scale", c.model.angle_scale, 0.0, 1e6);
+    r.real("rope_base", c.model.rope_base, 1.0, 1e12, true);
+    r.text("learned_init", c.model.learned_init, "\"uniform\" or \"rope\"");
+    r.finish();
+  }
+  {
+    TableReader r(section(t, "train", where), where, "train");
+    r.integer("batch", c.train.batch, 1, 4096);
+    r.integer("steps", c.train.steps, 1, 1 << 30);
+    r.real("lr", c.train.lr, 0.0, 10.0, true);
+    r.real("min_lr_ratio", c.train.min_lr_ratio, 0.0, 1.0);
+    r.integer("warmup", c.train.warmup, 0, 1 << 30);
+    r.real("weight_decay", c.train.weight_decay, 0.0, 10.0);
+    r.real("beta1", c.train.beta1, 0.0, 1.0);
+    r.real("beta2", c.train.beta2, 0.0, 1.0);
+    r.real("eps", c.train.eps, 0.0, 1.0, true);
+    r.real("grad_clip", c.train.grad_clip, 0.0, 1e9);
+    long long seed = (long long)c.train.seed;
+    r.integer64("seed", seed, 0, (1LL << 62));
+    c.train.seed = uint64_t(seed);
+    r.integer("checkpoint_every", c.train.checkpoint_every, 1, 1 << 30);
+    r.integer("log_every", c.train.log_every, 1, 1 << 30);
+    r.finish();
+  }
+  {
+    TableReader r(section(t, "data", where), where, "data");
+    r.text("corpus", c.corpus, "a directory path (text)");
+    r.finish();
+  }
+  validate(c, where);
+  return c;
+}
+
+RunConfig load_run_config(const std::string& path) {
+  try {
+    const toml::table t = toml::parse_file(path);
+    return parse_run_config(t, path);
+  } catch (const toml::parse_error& e) {
+    const auto& b = e.source().begin;
+    throw ConfigError(fmt::format("{}:{}:{}: not valid TOML: {}", path, b.line, b.column, e.description()));
+  }
+}
+
+void validate(const RunConfig& c, const std::string& where) {
+  const ModelConfig& m = c.model;
+  const SchemeInfo* s = find_scheme(m.scheme);
+  if (!s) throw ConfigError(fmt::format("{}: [model] scheme '{}' is unknown; accepted: {}", where, m.scheme, scheme_names()));
+  if (m.d_model % m.heads != 0)
+    throw ConfigError(fmt::format("{}: [model] heads = {} does not divide d_model = {}; heads must divide d_model",
+                                  where, m.heads, m.d_model));
+  if (s->angles != AngleKind::none && m.head_dim() % 2 != 0)
+    throw ConfigError(fmt::format("{}: [model] scheme '{}' rotates pairs of coordinates, so d_model / heads must be "
+                                  "even (it is {})",
+                                  where, m.scheme, m.head_dim()));
+  if (m.learned_init != "uniform" && m.learned_init != "rope")
+    throw ConfigError(fmt::format("{}: [model] learned_init must be \"uniform\" or \"rope\"", where));
+  if (c.corpus.empty()) throw ConfigError(fmt::format("{}: [data] corpus must be a directory path", where));
+}
+
+std::string to_toml(const RunConfig& c) {
+  const auto& m = c.model;
+  const auto& t = c.train;
+  auto num = [](double x) { return fmt::format("{}", x); };
+  std::ostringstream o;
+  o << "[model]\n"
+    << "d_model = " << m.d_model << "\nheads = " << m.heads << "\nlayers = " << m.layers
+    << "\nmlp_ratio = " << m.mlp_ratio << "\ncontext = " << m.context << "\nscheme = \"" << m.scheme << "\""
+    << "\nangle_scale = " << num(m.angle_scale) << "\nrope_base = " << num(m.rope_base) << "\nlearned_init = \""
+    << m.learned_init << "\"\n\n[train]\n"
+    << "batch = " << t.batch << "\nsteps = " << t.steps << "\nlr = " << num(t.lr)
+    << "\nmin_lr_ratio = " << num(t.min_lr_ratio) << "\nwarmup = " << t.warmup
+    << "\nweight_decay = " << num(t.weight_decay) << "\nbeta1 = " << num(t.beta1) << "\nbeta2 = " << num(t.beta2)
+    << "\neps = " << num(t.eps) << "\ngrad_clip = " << num(t.grad_clip) << "\nseed = " << t.seed
+    << "\ncheckpoint_every = " << t.checkpoint_every << "\nlog_every = " << t.log_every << "\n\n[data]\ncorpus = "
+    << toml::value<std::string>(c.corpus) << "\n";
+  return o.str();
+}
+
+nlohmann::json to_json(const RunConfig& c) {
+  const auto& m = c.model;
+  const auto& t = c.train;
+  return {{"model",
+           {{"vocab", m.vocab}, {"d_model", m.d_model}, {"heads", m.heads}, {"layers", m.layers},
+            {"mlp_ratio", m.mlp_ratio}, {"context", m.context}, {"scheme", m.scheme}, {"angle_scale", m.angle_scale},
+            {"rope_base", m.rope_base}, {"learned_init", m.learned_init}}},
+          {"train",
+           {{"batch", t.batch}, {"steps", t.steps}, {"lr", t.lr}, {"min_lr_ratio", t.min_lr_ratio},
+            {"warmup", t.warmup}, {"weight_decay", t.weight_decay}, {"beta1", t.beta1}, {"beta2", t.beta2},
+            {"eps", t.eps}, {"grad_clip", t.grad_clip}, {"seed", t.seed}, {"checkpoint_every", t.checkpoint_every},
+            {"log_every", t.log_every}}},
+          {"data", {{"corpus", c.corpus}}}};
+}
+
+}  // namespace routelab::nn

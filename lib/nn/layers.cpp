@@ -1,0 +1,235 @@
+#include "nn/layers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <Eigen/Core>
+
+namespace routelab::nn {
+
+namespace {
+
+template <class R>
+using MatR = Eigen::Matrix<R, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class R>
+using Map = Eigen::Map<MatR<R>>;
+template <class R>
+using CMap = Eigen::Map<const MatR<R>>;
+
+// Rows per task. Fixed, so a row's arithmetic never depends on the thread count.
+constexpr int64_t kRowChunk = 64;
+// Output rows of a weight gradient per task: each task reduces over all N
+// rows in one product, in an order fixed by its shape alone.
+constexpr int kWeightChunk = 32;
+// Columns per task of a reduction over rows (layernorm parameters, biases).
+constexpr int kColChunk = 16;
+
+int64_t chunks(int64_t n, int64_t size) { return (n + size - 1) / size; }
+
+// dst[c] += sum_n src[n, c], the rows summed in order.
+template <class R>
+void add_column_sums(R* dst, const R* src, int64_t N, int C) {
+#pragma omp parallel for schedule(static)
+  for (int64_t cc = 0; cc < chunks(C, kColChunk); ++cc) {
+    const int c0 = int(cc * kColChunk), c1 = std::min(C, c0 + kColChunk);
+    R acc[kColChunk] = {};
+    for (int64_t n = 0; n < N; ++n)
+      for (int c = c0; c < c1; ++c) acc[c - c0] += src[n * C + c];
+    for (int c = c0; c < c1; ++c) dst[c] += acc[c - c0];
+  }
+}
+
+}  // namespace
+
+template <class R>
+void encoder_forward(R* out, const int* tokens, const R* wte, int64_t N, int C) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) std::copy(wte + int64_t(tokens[n]) * C, wte + int64_t(tokens[n] + 1) * C, out + n * C);
+}
+
+template <class R>
+void encoder_backward(R* dwte, const R* dout, const int* tokens, int64_t N, int C) {
+  // Rows of one token add in position order; serial, so the sum has one order.
+  for (int64_t n = 0; n < N; ++n) {
+    R* row = dwte + int64_t(tokens[n]) * C;
+    const R* d = dout + n * C;
+    for (int c = 0; c < C; ++c) row[c] += d[c];
+  }
+}
+
+template <class R>
+void layernorm_forward(R* out, R* mean, R* rstd, const R* inp, const R* w, const R* b, int64_t N, int C) {
+  constexpr R eps = R(1e-5);
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const R* x = inp + n * C;
+    R m = 0;
+    for (int c = 0; c < C; ++c) m += x[c];
+    m /= C;
+    R v = 0;
+    for (int c = 0; c < C; ++c) v += (x[c] - m) * (x[c] - m);
+    v /= C;
+    const R s = R(1) / std::sqrt(v + eps);
+    R* o = out + n * C;
+    for (int c = 0; c < C; ++c) o[c] = (x[c] - m) * s * w[c] + b[c];
+    mean[n] = m;
+    rstd[n] = s;
+  }
+}
+
+template <class R>
+void layernorm_backward(R* dinp, R* dw, R* db, const R* dout, const R* inp, const R* w, const R* mean,
+                        const R* rstd, int64_t N, int C) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const R* x = inp + n * C;
+    const R* d = dout + n * C;
+    R dnorm_mean = 0, dnorm_norm_mean = 0;
+    for (int c = 0; c < C; ++c) {
+      const R norm = (x[c] - mean[n]) * rstd[n];
+      const R dnorm = w[c] * d[c];
+      dnorm_mean += dnorm;
+      dnorm_norm_mean += dnorm * norm;
+    }
+    dnorm_mean /= C;
+    dnorm_norm_mean /= C;
+    R* di = dinp + n * C;
+    for (int c = 0; c < C; ++c) {
+      const R norm = (x[c] - mean[n]) * rstd[n];
+      di[c] += (w[c] * d[c] - dnorm_mean - norm * dnorm_norm_mean) * rstd[n];
+    }
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t cc = 0; cc < chunks(C, kColChunk); ++cc) {
+    const int c0 = int(cc * kColChunk), c1 = std::min(C, c0 + kColChunk);
+    R aw[kColChunk] = {}, ab[kColChunk] = {};
+    for (int64_t n = 0; n < N; ++n)
+      for (int c = c0; c < c1; ++c) {
+        aw[c - c0] += (inp[n * C + c] - mean[n]) * rstd[n] * dout[n * C + c];
+        ab[c - c0] += dout[n * C + c];
+      }
+    for (int c = c0; c < c1; ++c) {
+      dw[c] += aw[c - c0];
+      db[c] += ab[c - c0];
+    }
+  }
+}
+
+template <class R>
+void matmul_forward(R* out, const R* inp, const R* w, const R* bias, int64_t N, int C, int OC) {
+  CMap<R> W(w, OC, C);
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < chunks(N, kRowChunk); ++k) {
+    const int64_t n0 = k * kRowChunk, rows = std::min(kRowChunk, N - n0);
+    Map<R> O(out + n0 * OC, rows, OC);
+    O.noalias() = CMap<R>(inp + n0 * C, rows, C) * W.transpose();
+    if (bias)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int o = 0; o < OC; ++o) O(r, o) += bias[o];
+  }
+}
+
+template <class R>
+void matmul_backward(R* dinp, R* dw, R* dbias, const R* dout, const R* inp, const R* w, int64_t N, int C, int OC) {
+  CMap<R> W(w, OC, C);
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < chunks(N, kRowChunk); ++k) {
+    const int64_t n0 = k * kRowChunk, rows = std::min(kRowChunk, N - n0);
+    Map<R>(dinp + n0 * C, rows, C).noalias() += CMap<R>(dout + n0 * OC, rows, OC) * W;
+  }
+  CMap<R> X(inp, N, C);
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < chunks(OC, kWeightChunk); ++k) {
+    const int o0 = int(k * kWeightChunk), cols = std::min(kWeightChunk, OC - o0);
+    Eigen::Map<const MatR<R>, 0, Eigen::OuterStride<>> D(dout + o0, N, cols, Eigen::OuterStride<>(OC));
+    Map<R>(dw + int64_t(o0) * C, cols, C).noalias() += D.transpose() * X;
+  }
+  if (dbias) add_column_sums(dbias, dout, N, OC);
+}
+
+template <class R>
+void gelu_forward(R* out, const R* inp, int64_t n) {
+  const R s = R(std::sqrt(2.0 / M_PI));
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const R x = inp[i];
+    out[i] = R(0.5) * x * (R(1) + std::tanh(s * (x + R(0.044715) * x * x * x)));
+  }
+}
+
+template <class R>
+void gelu_backward(R* dinp, const R* inp, const R* dout, int64_t n) {
+  const R s = R(std::sqrt(2.0 / M_PI));
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const R x = inp[i];
+    const R u = s * (x + R(0.044715) * x * x * x);
+    const R th = std::tanh(u);
+    const R sech2 = R(1) - th * th;
+    const R g = R(0.5) * (R(1) + th) + R(0.5) * x * sech2 * s * (R(1) + R(3 * 0.044715) * x * x);
+    dinp[i] += g * dout[i];
+  }
+}
+
+template <class R>
+void residual_forward(R* out, const R* a, const R* b, int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+template <class R>
+void residual_backward(R* da, R* db, const R* dout, int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    da[i] += dout[i];
+    db[i] += dout[i];
+  }
+}
+
+template <class R>
+void crossentropy_forward(R* losses, const R* logits, const int* targets, int64_t N, int V) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const R* l = logits + n * V;
+    const R mx = *std::max_element(l, l + V);
+    R sum = 0;
+    for (int v = 0; v < V; ++v) sum += std::exp(l[v] - mx);
+    losses[n] = std::log(sum) + mx - l[targets[n]];
+  }
+}
+
+template <class R>
+void crossentropy_backward(R* dlogits, const R* logits, const int* targets, R dloss, int64_t N, int V) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const R* l = logits + n * V;
+    R* d = dlogits + n * V;
+    const R mx = *std::max_element(l, l + V);
+    R sum = 0;
+    for (int v = 0; v < V; ++v) sum += (d[v] = std::exp(l[v] - mx));
+    const R inv = dloss / sum;
+    for (int v = 0; v < V; ++v) d[v] *= inv;
+    d[targets[n]] -= dloss;
+  }
+}
+
+#define ROUTELAB_LAYERS(R)                                                                                     \
+  template void encoder_forward<R>(R*, const int*, const R*, int64_t, int);                                   \
+  template void encoder_backward<R>(R*, const R*, const int*, int64_t, int);                                  \
+  template void layernorm_forward<R>(R*, R*, R*, const R*, const R*, const R*, int64_t, int);                 \
+  template void layernorm_backward<R>(R*, R*, R*, const R*, const R*, const R*, const R*, const R*, int64_t,  \
+                                      int);                                                                   \
+  template void matmul_forward<R>(R*, const R*, const R*, const R*, int64_t, int, int);                       \
+  template void matmul_backward<R>(R*, R*, R*, const R*, const R*, const R*, int64_t, int, int);              \
+  template void gelu_forward<R>(R*, const R*, int64_t);                                                       \
+  template void gelu_backward<R>(R*, const R*, const R*, int64_t);                                            \
+  template void residual_forward<R>(R*, const R*, const R*, int64_t);                                         \
+  template void residual_backward<R>(R*, R*, const R*, int64_t);                                              \
+  template void crossentropy_forward<R>(R*, const R*, const int*, int64_t, int);                              \
+  template void crossentropy_backward<R>(R*, const R*, const int*, R, int64_t, int);
+ROUTELAB_LAYERS(float)
+ROUTELAB_LAYERS(double)
+#undef ROUTELAB_LAYERS
+
+}  // namespace routelab::nn

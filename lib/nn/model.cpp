@@ -1,0 +1,274 @@
+#include "nn/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include <Eigen/Core>
+
+#include "nn/attention.h"
+#include "nn/layers.h"
+#include "nn/streams.h"
+#include "rng/stream.h"
+
+namespace routelab::nn {
+
+namespace {
+
+const char* const kLayerTensors[] = {"ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+                                     "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw",  "fcprojb"};
+
+// Offsets of one layer's tensors in the parameter buffer.
+struct LayerParams {
+  std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb, angles;
+};
+
+std::size_t find_offset(const std::vector<ParamTensor>& ts, const std::string& name) {
+  for (const auto& t : ts)
+    if (t.name == name) return t.offset;
+  return std::size_t(-1);
+}
+
+LayerParams layer_params(const std::vector<ParamTensor>& ts, int l) {
+  const std::string p = "layer" + std::to_string(l) + ".";
+  auto o = [&](const char* n) { return find_offset(ts, p + n); };
+  return {o("ln1w"), o("ln1b"),  o("qkvw"), o("qkvb"),    o("attprojw"), o("attprojb"), o("ln2w"),
+          o("ln2b"), o("fcw"),   o("fcb"),  o("fcprojw"), o("fcprojb"),  o("angles")};
+}
+
+}  // namespace
+
+std::vector<ParamTensor> param_layout(const ModelConfig& m) {
+  const std::size_t C = m.d_model, V = m.vocab, F = std::size_t(m.mlp_ratio) * C;
+  const bool learned = find_scheme(m.scheme) && find_scheme(m.scheme)->angles == AngleKind::learned;
+  std::vector<ParamTensor> ts;
+  std::size_t at = 0;
+  auto add = [&](std::string name, std::size_t size, bool decay) {
+    ts.push_back({std::move(name), at, size, decay});
+    at += size;
+  };
+  add("wte", V * C, true);
+  for (int l = 0; l < m.layers; ++l) {
+    const std::string p = "layer" + std::to_string(l) + ".";
+    const std::size_t sizes[] = {C, C, 3 * C * C, 3 * C, C * C, C, C, C, F * C, F, C * F, C};
+    for (int i = 0; i < 12; ++i) add(p + kLayerTensors[i], sizes[i], i == 2 || i == 4 || i == 8 || i == 10);
+    // The angle table is not decayed: decay would pull it towards no position.
+    if (learned) add(p + "angles", 256 * std::size_t(m.head_dim() / 2), false);
+  }
+  add("lnfw", C, false);
+  add("lnfb", C, false);
+  return ts;
+}
+
+// Activations of one forward pass over B x T positions. In a shared arena
+// (evaluation) every layer uses the same buffers.
+template <class R>
+struct Model<R>::Arena {
+  struct Layer {
+    R *ln1, *ln1_mean, *ln1_rstd, *qkv, *q, *k, *v, *o, *lse, *atty, *attproj, *res2, *ln2, *ln2_mean, *ln2_rstd,
+        *fch, *fch_gelu, *fcproj, *res3, *cs;
+  };
+  int B = 0, T = 0;
+  bool shared = false;
+  std::vector<R> mem;
+  R *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
+  std::vector<Layer> layers;
+
+  void allocate(const ModelConfig& m, int B_, int T_, bool shared_) {
+    if (B_ == B && T_ == T && shared_ == shared && !mem.empty()) return;
+    B = B_, T = T_, shared = shared_;
+    const std::size_t N = std::size_t(B) * T, C = m.d_model, F = std::size_t(m.mlp_ratio) * C, V = m.vocab;
+    const std::size_t nb = std::size_t(m.head_dim() / 2);
+    layers.assign(m.layers, {});
+    // Two passes over the same list: count, then hand out pointers.
+    std::size_t total = 0;
+    auto place = [&](R*& p, std::size_t n, bool assign) {
+      if (assign) p = mem.data() + total;
+      total += n;
+    };
+    for (int pass = 0; pass < 2; ++pass) {
+      const bool assign = pass == 1;
+      if (assign) mem.assign(total, R(0)), total = 0;
+      place(encoded, N * C, assign), place(lnf, N * C, assign), place(lnf_mean, N, assign);
+      place(lnf_rstd, N, assign), place(logits, N * V, assign), place(losses, N, assign);
+      for (int l = 0; l < m.layers; ++l) {
+        Layer& L = layers[l];
+        if (shared && l > 0) {
+          if (assign) L = layers[0];
+          continue;
+        }
+        place(L.ln1, N * C, assign), place(L.ln1_mean, N, assign), place(L.ln1_rstd, N, assign);
+        place(L.qkv, 3 * N * C, assign), place(L.q, N * C, assign), place(L.k, N * C, assign);
+        place(L.v, N * C, assign), place(L.o, N * C, assign), place(L.lse, N * m.heads, assign);
+        place(L.atty, N * C, assign), place(L.attproj, N * C, assign), place(L.res2, N * C, assign);
+        place(L.ln2, N * C, assign), place(L.ln2_mean, N, assign), place(L.ln2_rstd, N, assign);
+        place(L.fch, N * F, assign), place(L.fch_gelu, N * F, assign), place(L.fcproj, N * C, assign);
+        place(L.res3, N * C, assign), place(L.cs, N * nb * 2, assign);
+      }
+    }
+  }
+};
+
+template <class R>
+Model<R>::Model(const ModelConfig& config, uint64_t seed) : config_(config), seed_(seed) {
+  const SchemeInfo* s = find_scheme(config.scheme);
+  if (!s) throw std::invalid_argument("unknown scheme " + config.scheme);
+  scheme_ = *s;
+  tensors_ = param_layout(config);
+  params.assign(tensors_.back().offset + tensors_.back().size, R(0));
+  grads.assign(params.size(), R(0));
+  angles_ = make_angle_source<R>(config, seed);
+  if (scheme_.alibi) slopes_ = alibi_slopes(config.heads);
+  acts_ = std::make_unique<Arena>();
+  grad_acts_ = std::make_unique<Arena>();
+  // The layers split work into fixed chunks themselves; Eigen must not
+  // split a product again behind them.
+  Eigen::setNbThreads(1);
+  init_params();
+}
+
+template <class R>
+Model<R>::~Model() = default;
+
+template <class R>
+void Model<R>::init_params() {
+  const double resid_std = 0.02 / std::sqrt(2.0 * config_.layers);
+  for (std::size_t i = 0; i < tensors_.size(); ++i) {
+    const ParamTensor& t = tensors_[i];
+    R* p = params.data() + t.offset;
+    const std::string leaf = t.name.substr(t.name.find('.') + 1);
+    if (leaf == "angles") {
+      angles_->init_table(p, seed_, std::stoi(t.name.substr(5)));
+    } else if (leaf == "ln1w" || leaf == "ln2w" || t.name == "lnfw") {
+      std::fill(p, p + t.size, R(1));
+    } else if (t.decay) {
+      Stream s(seed_, init_stream(i));
+      const double sd = (leaf == "attprojw" || leaf == "fcprojw") ? resid_std : 0.02;
+      for (std::size_t j = 0; j < t.size; ++j) p[j] = R(sd * s.normal());
+    } else {
+      std::fill(p, p + t.size, R(0));
+    }
+  }
+}
+
+template <class R>
+double Model<R>::forward(const int* tokens, const int* targets, int B, int T, uint64_t pass, bool train) {
+  const ModelConfig& m = config_;
+  const int64_t N = int64_t(B) * T, C = m.d_model, F = int64_t(m.mlp_ratio) * C, V = m.vocab;
+  const int nb = m.head_dim() / 2;
+  const AttentionShape shape{B, T, m.heads, m.head_dim()};
+  for (int64_t n = 0; n < N; ++n)
+    if (tokens[n] < 0 || tokens[n] >= V || targets[n] < 0 || targets[n] >= V)
+      throw std::invalid_argument("token outside the vocabulary");
+  Arena& a = *acts_;
+  a.allocate(m, B, T, !train);
+  tokens_.assign(tokens, tokens + N);
+  targets_.assign(targets, targets + N);
+  B_ = B, T_ = T;
+  const R* P = params.data();
+  const bool rotary = angles_ != nullptr;
+  if (rotary) theta_.resize(std::size_t(N) * nb);
+
+  encoder_forward(a.encoded, tokens, P + tensors_[0].offset, N, int(C));
+  const R* residual = a.encoded;
+  for (int l = 0; l < m.layers; ++l) {
+    const LayerParams lp = layer_params(tensors_, l);
+    auto& L = a.layers[l];
+    layernorm_forward(L.ln1, L.ln1_mean, L.ln1_rstd, residual, P + lp.ln1w, P + lp.ln1b, N, int(C));
+    matmul_forward(L.qkv, L.ln1, P + lp.qkvw, P + lp.qkvb, N, int(C), int(3 * C));
+    if (rotary) {
+      angles_->angles(theta_.data(), tokens, B, T, l, pass, lp.angles == std::size_t(-1) ? nullptr : P + lp.angles);
+      for (std::size_t i = 0; i < theta_.size(); ++i) {
+        L.cs[2 * i] = R(std::cos(theta_[i]));
+        L.cs[2 * i + 1] = R(std::sin(theta_[i]));
+      }
+    }
+    const R* cs = rotary ? L.cs : nullptr;
+    split_heads_forward(L.q, L.k, L.v, L.qkv, cs, scheme_.values, shape);
+    attention_forward(L.o, L.lse, L.q, L.k, L.v, slopes_.empty() ? nullptr : slopes_.data(), shape);
+    merge_heads_forward(L.atty, L.o, scheme_.values ? cs : nullptr, shape);
+    matmul_forward(L.attproj, L.atty, P + lp.attprojw, P + lp.attprojb, N, int(C), int(C));
+    residual_forward(L.res2, residual, L.attproj, N * C);
+    layernorm_forward(L.ln2, L.ln2_mean, L.ln2_rstd, L.res2, P + lp.ln2w, P + lp.ln2b, N, int(C));
+    matmul_forward(L.fch, L.ln2, P + lp.fcw, P + lp.fcb, N, int(C), int(F));
+    gelu_forward(L.fch_gelu, L.fch, N * F);
+    matmul_forward(L.fcproj, L.fch_gelu, P + lp.fcprojw, P + lp.fcprojb, N, int(F), int(C));
+    residual_forward(L.res3, L.res2, L.fcproj, N * C);
+    residual = L.res3;
+  }
+  const std::size_t lnfw = tensors_[tensors_.size() - 2].offset, lnfb = tensors_.back().offset;
+  layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, residual, P + lnfw, P + lnfb, N, int(C));
+  matmul_forward(a.logits, a.lnf, P + tensors_[0].offset, (const R*)nullptr, N, int(C), int(V));
+  crossentropy_forward(a.losses, a.logits, targets, N, int(V));
+  double sum = 0;
+  for (int64_t n = 0; n < N; ++n) sum += double(a.losses[n]);
+  return sum / double(N);
+}
+
+template <class R>
+void Model<R>::backward() {
+  const ModelConfig& m = config_;
+  Arena& a = *acts_;
+  if (a.shared || a.B == 0) throw std::logic_error("backward() needs a training forward() first");
+  const int B = B_, T = T_;
+  const int64_t N = int64_t(B) * T, C = m.d_model, F = int64_t(m.mlp_ratio) * C, V = m.vocab;
+  const AttentionShape shape{B, T, m.heads, m.head_dim()};
+  Arena& g = *grad_acts_;
+  g.allocate(m, B, T, false);
+  std::fill(g.mem.begin(), g.mem.end(), R(0));
+  std::fill(grads.begin(), grads.end(), R(0));
+  const R* P = params.data();
+  R* G = grads.data();
+  const bool rotary = angles_ != nullptr;
+  const bool learned = rotary && angles_->table_size() > 0;
+  if (learned) dtheta_.assign(std::size_t(N) * (m.head_dim() / 2), 0.0);
+  double* dtheta = learned ? dtheta_.data() : nullptr;
+  const int* tokens = tokens_.data();
+
+  const std::size_t wte = tensors_[0].offset, lnfw = tensors_[tensors_.size() - 2].offset,
+                    lnfb = tensors_.back().offset;
+  crossentropy_backward(g.logits, a.logits, targets_.data(), R(1.0 / double(N)), N, int(V));
+  matmul_backward(g.lnf, G + wte, (R*)nullptr, g.logits, a.lnf, P + wte, N, int(C), int(V));
+  const R* last = a.layers[m.layers - 1].res3;
+  R* dlast = g.layers[m.layers - 1].res3;
+  layernorm_backward(dlast, G + lnfw, G + lnfb, g.lnf, last, P + lnfw, a.lnf_mean, a.lnf_rstd, N, int(C));
+  for (int l = m.layers - 1; l >= 0; --l) {
+    const LayerParams lp = layer_params(tensors_, l);
+    auto& L = a.layers[l];
+    auto& D = g.layers[l];
+    const R* residual = l == 0 ? a.encoded : a.layers[l - 1].res3;
+    R* dresidual = l == 0 ? g.encoded : g.layers[l - 1].res3;
+    const R* cs = rotary ? L.cs : nullptr;
+    residual_backward(D.res2, D.fcproj, D.res3, N * C);
+    matmul_backward(D.fch_gelu, G + lp.fcprojw, G + lp.fcprojb, D.fcproj, L.fch_gelu, P + lp.fcprojw, N, int(F),
+                    int(C));
+    gelu_backward(D.fch, L.fch, D.fch_gelu, N * F);
+    matmul_backward(D.ln2, G + lp.fcw, G + lp.fcb, D.fch, L.ln2, P + lp.fcw, N, int(C), int(F));
+    layernorm_backward(D.res2, G + lp.ln2w, G + lp.ln2b, D.ln2, L.res2, P + lp.ln2w, L.ln2_mean, L.ln2_rstd, N,
+                       int(C));
+    residual_backward(dresidual, D.attproj, D.res2, N * C);
+    matmul_backward(D.atty, G + lp.attprojw, G + lp.attprojb, D.attproj, L.atty, P + lp.attprojw, N, int(C),
+                    int(C));
+    if (dtheta) std::fill(dtheta_.begin(), dtheta_.end(), 0.0);
+    merge_heads_backward(D.o, dtheta, D.atty, L.atty, scheme_.values ? cs : nullptr, shape);
+    attention_backward(D.q, D.k, D.v, D.o, L.o, L.lse, L.q, L.k, L.v, slopes_.empty() ? nullptr : slopes_.data(),
+                       shape);
+    split_heads_backward(D.qkv, dtheta, D.q, D.k, D.v, L.q, L.k, L.v, cs, scheme_.values, shape);
+    if (dtheta) angles_->angles_backward(G + lp.angles, dtheta, tokens, B, T);
+    matmul_backward(D.ln1, G + lp.qkvw, G + lp.qkvb, D.qkv, L.ln1, P + lp.qkvw, N, int(C), int(3 * C));
+    layernorm_backward(dresidual, G + lp.ln1w, G + lp.ln1b, D.ln1, residual, P + lp.ln1w, L.ln1_mean, L.ln1_rstd,
+                       N, int(C));
+  }
+  encoder_backward(G + wte, g.encoded, tokens, N, int(C));
+}
+
+template <class R>
+const R* Model<R>::losses() const {
+  return acts_->losses;
+}
+
+template class Model<float>;
+template class Model<double>;
+
+}  // namespace routelab::nn

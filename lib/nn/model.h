@@ -1,0 +1,67 @@
+// The byte-level decoder: token embedding (tied with the output), L blocks of
+// pre-LayerNorm causal attention and a GELU MLP, a final LayerNorm. No
+// learned absolute positions: position enters only through the scheme.
+// Parameters live in one flat buffer (gradients in another of the same
+// layout), activations in one arena.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/config.h"
+#include "nn/scheme.h"
+
+namespace routelab::nn {
+
+struct ParamTensor {
+  std::string name;  // "wte", "layer0.qkvw", ..., "lnfb"
+  std::size_t offset, size;
+  bool decay;  // AdamW weight decay applies (weight matrices only)
+};
+
+std::vector<ParamTensor> param_layout(const ModelConfig& m);
+
+template <class R>
+class Model {
+ public:
+  // `seed` draws the initial weights and the random angles.
+  Model(const ModelConfig& config, uint64_t seed);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelConfig& config() const { return config_; }
+  const std::vector<ParamTensor>& tensors() const { return tensors_; }
+  std::vector<R> params, grads;
+
+  // GPT-2's initialisation: N(0, 0.02), residual projections scaled by
+  // 1/sqrt(2 L), LayerNorm weights 1, biases 0, angle tables by the scheme.
+  void init_params();
+
+  // Mean cross-entropy (nats) over B x T positions; tokens and targets are
+  // B x T. `pass` names the forward pass for random angles. `train` keeps
+  // every layer's activations for backward(); otherwise the layers share one
+  // set of buffers and only the per-position losses are kept.
+  double forward(const int* tokens, const int* targets, int B, int T, uint64_t pass, bool train = true);
+  // grads = d (mean loss) / d params, for the last training forward.
+  void backward();
+  // Per-position losses (nats) of the last forward, B x T.
+  const R* losses() const;
+
+ private:
+  struct Arena;
+  ModelConfig config_;
+  uint64_t seed_;
+  SchemeInfo scheme_;
+  std::vector<ParamTensor> tensors_;
+  std::unique_ptr<AngleSource<R>> angles_;
+  std::vector<double> slopes_;  // ALiBi, empty otherwise
+  std::unique_ptr<Arena> acts_, grad_acts_;
+  std::vector<int> tokens_, targets_;
+  std::vector<double> theta_, dtheta_;
+  int B_ = 0, T_ = 0;
+};
+
+}  // namespace routelab::nn

@@ -1,0 +1,64 @@
+// Positional schemes: where a position's transport comes from.
+//   nope                 nothing
+//   rope                 theta_{t,b} = t f_b, f_b = rope_base^(-2b/d_head)
+//   random_qk/_qkv       theta_t = running sum of psi_{s,b} ~ U(-s f_b, s f_b),
+//                        per layer, shared by its heads, fresh at every pass
+//   learned_qk/_qkv      theta_t = running sum of table[x_s][b] over s <= t,
+//                        one learned 256 x d_head/2 table per layer
+//   alibi                a bias -m_h (i - j) on the scores, standard slopes
+// The rotary schemes rotate q and k by theta; the _qkv ones (and rope_qkv)
+// also rotate value j by +theta_j and the weighted sum for query i by
+// -theta_i, so values travel by the same route as scores.
+// Running sums are kept in double and wrapped to [-pi, pi] before sin and cos,
+// so 64x the training length loses no precision.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/config.h"
+
+namespace routelab::nn {
+
+enum class AngleKind { none, rope, random, learned };
+
+struct SchemeInfo {
+  std::string name;
+  AngleKind angles;
+  bool values;  // values are transported too (QKV)
+  bool alibi;
+};
+
+const std::vector<SchemeInfo>& all_schemes();
+const SchemeInfo* find_scheme(const std::string& name);  // nullptr if unknown
+std::string scheme_names();                              // "nope, rope, ..."
+
+// The angle frequencies f_b, b < d_head / 2.
+std::vector<double> angle_frequencies(const ModelConfig& m);
+// ALiBi's head slopes (Press et al.): a geometric sequence from 2^(-8/H) for a
+// power-of-two H, interleaved from the next power of two otherwise.
+std::vector<double> alibi_slopes(int heads);
+
+// One layer's angles for a batch: theta[(b T + t) nb + j], nb = d_head / 2.
+template <class R>
+class AngleSource {
+ public:
+  virtual ~AngleSource() = default;
+  // Learned parameters per layer (0 for fixed and random angles).
+  virtual std::size_t table_size() const { return 0; }
+  virtual void init_table(R* table, uint64_t seed, int layer) const {}
+  // `pass` names the forward pass: random angles are drawn from the stream
+  // (seed, pass, layer, b), so the same pass gives the same angles.
+  virtual void angles(double* theta, const int* tokens, int B, int T, int layer, uint64_t pass,
+                      const R* table) const = 0;
+  // dtable += d loss / d table, given d loss / d theta.
+  virtual void angles_backward(R* dtable, const double* dtheta, const int* tokens, int B, int T) const {}
+};
+
+// nullptr for schemes without angles (nope, alibi).
+template <class R>
+std::unique_ptr<AngleSource<R>> make_angle_source(const ModelConfig& m, uint64_t seed);
+
+}  // namespace routelab::nn
