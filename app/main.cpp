@@ -4,6 +4,10 @@
 //   routelab families                      the step laws and their closed forms
 //   routelab sims                          the simulations
 //   routelab merge A B ... --out FILE      combine --shard partials
+//   routelab corpus prepare --from PKG --out DIR   the Brown corpus
+//   routelab train --config FILE [--out RUN] [--resume]
+//   routelab eval --run RUN --lengths 1x,...,64x
+//   routelab experiment FILE.toml          every scheme and seed, CSV, figure
 // Under mpirun, every rank computes its share of each sample stream and rank 0
 // writes.
 // Bad input: one line on stderr naming the flag and what it accepts, exit 2,
@@ -20,7 +24,12 @@
 #include <fmt/core.h>
 #include <omp.h>
 
+#include "app/commands.h"
+#include "data/brown.h"
 #include "groups/family.h"
+#include "nn/checkpoint.h"
+#include "nn/config.h"
+#include "nn/train.h"
 #include "io/table.h"
 #include "sims/runner.h"
 #include "sims/verify.h"
@@ -91,7 +100,14 @@ int cmd_families() {
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
-    if (!args.empty() && args[0] == "sim") return cmd_sim(std::vector<std::string>(args.begin() + 1, args.end()));
+    if (!args.empty()) {
+      const std::vector<std::string> rest(args.begin() + 1, args.end());
+      if (args[0] == "sim") return cmd_sim(rest);
+      if (args[0] == "corpus") return cmd_corpus(rest);
+      if (args[0] == "train") return cmd_train(rest);
+      if (args[0] == "eval") return cmd_eval(rest);
+      if (args[0] == "experiment") return cmd_experiment(rest);
+    }
 
     CLI::App app{"routelab: numerical checks of \"Why Do Accumulated Transformations Extrapolate?\""};
     app.set_version_flag("--version", std::string(ROUTELAB_VERSION) + " (" + ROUTELAB_GIT_REV + ")");
@@ -108,6 +124,10 @@ int run(int argc, char** argv) {
     app.add_subcommand("families", "list the step laws, their flags and closed forms");
     app.add_subcommand("sims", "list the simulations");
     app.add_subcommand("sim", "run one simulation (routelab sim NAME --help)");
+    app.add_subcommand("corpus", "prepare the Brown corpus (routelab corpus prepare --help)");
+    app.add_subcommand("train", "train a transformer from a TOML config (routelab train --help)");
+    app.add_subcommand("eval", "evaluate a trained run far past its length (routelab eval --help)");
+    app.add_subcommand("experiment", "train, evaluate and plot every scheme and seed (routelab experiment --help)");
     auto* merge = app.add_subcommand("merge", "combine the partial CSVs of --shard K/N runs into one file");
     std::vector<std::string> partials;
     std::string merged;
@@ -151,6 +171,14 @@ int run(int argc, char** argv) {
       return r.failures == 0 ? 0 : 1;
     }
   } catch (const BadInput& e) {
+    return bad_input(e.what());
+  } catch (const nn::ConfigError& e) {
+    return bad_input(e.what());
+  } catch (const data::CorpusError& e) {
+    return bad_input(e.what());
+  } catch (const nn::CheckpointError& e) {
+    return bad_input(e.what());
+  } catch (const nn::RunDirError& e) {
     return bad_input(e.what());
   } catch (const std::exception& e) {
     if (dist::is_root()) std::fprintf(stderr, "routelab: error: %s\n", e.what());

@@ -1,5 +1,6 @@
 #include "stats/distributed.h"
 
+#include <cstdlib>
 #include <numeric>
 #include <stdexcept>
 
@@ -34,7 +35,13 @@ int size() {
   return s;
 }
 
+// Only under a launcher: a singleton MPI_Init starts Open MPI's orted daemon,
+// which spins on a core beside every plain run.
 void init(int* argc, char*** argv) {
+  const char* launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK"};
+  bool under_launcher = false;
+  for (const char* v : launched) under_launcher = under_launcher || std::getenv(v) != nullptr;
+  if (!under_launcher) return;
   int provided;
   MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
 }

@@ -1,0 +1,117 @@
+// The transformer's commands: train, eval, experiment. Refusals (a bad
+// config, corpus, checkpoint or run directory) are exceptions that main()
+// turns into one line and exit status 2.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <omp.h>
+
+#include "app/commands.h"
+#include "nn/config.h"
+#include "nn/experiment.h"
+#include "nn/train.h"
+
+namespace routelab {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// CLI11 parse with routelab's refusal format; returns -1 to go on.
+int parse(CLI::App& app, const std::vector<std::string>& args, const char* name) {
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    std::fprintf(stderr, "routelab: %s: %s (see routelab %s --help)\n", name, msg.c_str(), name);
+    return 2;
+  }
+  return -1;
+}
+
+void set_threads(int threads) {
+  if (threads > 0) omp_set_num_threads(threads);
+}
+
+}  // namespace
+
+int cmd_train(const std::vector<std::string>& args) {
+  CLI::App app{"train a byte-level transformer (one scheme, one seed) from a TOML config", "routelab train"};
+  std::string config, out;
+  bool resume = false, quiet = false;
+  int threads = 0;
+  app.add_option("--config", config, "TOML file: [model], [train], [data] (see experiments/)")->required();
+  app.add_option("--out", out, "run directory (default runs/<config name>)");
+  app.add_flag("--resume", resume, "continue the run in --out from its last checkpoint");
+  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
+  app.add_flag("--quiet", quiet, "no progress line");
+  if (int s = parse(app, args, "train"); s >= 0) return s;
+  set_threads(threads);
+  const nn::RunConfig c = nn::load_run_config(config);
+  if (out.empty()) out = (fs::path("runs") / fs::path(config).stem()).string();
+  const nn::TrainSummary s = nn::train_run(c, {out, resume, !quiet});
+  if (!quiet)
+    fmt::print(stderr, "train: {} steps{} in {:.1f} s, final loss {:.4f}; run in {}\n", s.steps - s.start_step,
+               s.start_step ? fmt::format(" (resumed at {})", s.start_step) : "", s.wall_seconds, s.final_loss, out);
+  return 0;
+}
+
+int cmd_eval(const std::vector<std::string>& args) {
+  CLI::App app{"bits per byte of a trained run on the validation stream at each length", "routelab eval"};
+  std::string run, lengths = "1x,2x,4x,8x,16x,32x,64x", out;
+  bool quiet = false;
+  int threads = 0;
+  app.add_option("--run", run, "run directory written by routelab train")->required();
+  app.add_option("--lengths", lengths, "window lengths: multiples of the training length (4x) or integers");
+  app.add_option("--out", out, "CSV (default RUN/eval.csv); positions go to FILE-positions.csv");
+  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
+  app.add_flag("--quiet", quiet, "no progress lines");
+  if (int s = parse(app, args, "eval"); s >= 0) return s;
+  set_threads(threads);
+  if (out.empty()) out = (fs::path(run) / "eval.csv").string();
+  const std::string rows = nn::evaluate_run(run, lengths, out, !quiet);
+  std::fputs((nn::eval_csv_header() + rows).c_str(), stdout);
+  return 0;
+}
+
+int cmd_experiment(const std::vector<std::string>& args) {
+  CLI::App app{"train every scheme and seed of an experiment, evaluate each, gather one CSV and a figure",
+               "routelab experiment"};
+  std::string config, python;
+  bool quiet = false, no_plot = false;
+  int threads = 0;
+  app.add_option("config", config, "experiment TOML (e.g. experiments/extrapolation-cpu.toml)")->required();
+  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
+  app.add_flag("--no-plot", no_plot, "write the CSVs only");
+  app.add_flag("--quiet", quiet, "no progress lines");
+  if (int s = parse(app, args, "experiment"); s >= 0) return s;
+  set_threads(threads);
+  const nn::ExperimentConfig e = nn::load_experiment_config(config);
+  nn::run_experiment(e, !quiet);
+  if (no_plot) return 0;
+  // The figure comes from plots/, which reads the CSV and never recomputes.
+  const char* py = std::getenv("PY");
+  const std::string interpreter = py ? py : (fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3");
+  const std::string stem = e.csv.ends_with(".csv") ? e.csv.substr(0, e.csv.size() - 4) : e.csv;
+  const std::string cmd = fmt::format("\"{}\" plots/extrapolation.py \"{}\" --positions \"{}\" --out \"{}\"",
+                                      interpreter, e.csv, nn::positions_path(e.csv), stem);
+  if (std::system(cmd.c_str()) != 0) {
+    std::fprintf(stderr, "routelab: experiment: the CSVs are written, but the plot failed: %s\n", cmd.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace routelab

@@ -1,0 +1,21 @@
+// Subcommands that live in their own files; main.cpp dispatches to them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace routelab {
+
+// routelab corpus prepare --from PKG_DIR --out DIR
+// args: everything after the word "corpus". Bad flags: one line on stderr,
+// status 2. A missing or unexpected corpus throws data::CorpusError.
+int cmd_corpus(const std::vector<std::string>& args);
+
+// routelab train --config FILE [--out RUN_DIR] [--resume] [--threads T]
+int cmd_train(const std::vector<std::string>& args);
+// routelab eval --run RUN_DIR --lengths 1x,2x,... [--out FILE] [--threads T]
+int cmd_eval(const std::vector<std::string>& args);
+// routelab experiment FILE.toml [--threads T]
+int cmd_experiment(const std::vector<std::string>& args);
+
+}  // namespace routelab

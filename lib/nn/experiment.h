@@ -1,0 +1,41 @@
+// A transformer experiment: train every scheme with every seed at one length,
+// evaluate each far past it, gather one CSV. Read from TOML: the run tables
+// ([model], [train], [data]) as for `routelab train`, plus
+//   [experiment] schemes = [...], seeds = [...], lengths = "1x,...",
+//                out = run directories' parent, csv = the combined CSV
+// Each run lives in out/<scheme>-s<seed> and resumes where it stopped, so an
+// interrupted experiment picks up where it was.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nn/config.h"
+
+namespace routelab::nn {
+
+struct ExperimentConfig {
+  RunConfig base;
+  std::vector<std::string> schemes;
+  std::vector<uint64_t> seeds;
+  std::string lengths = "1x,2x,4x,8x,16x,32x,64x";
+  std::string out, csv;
+};
+
+ExperimentConfig load_experiment_config(const std::string& path);
+
+// The eval CSV's columns, shared by `routelab eval` and experiments.
+std::string eval_csv_header();
+std::string positions_csv_header();
+// FILE.csv -> FILE-positions.csv
+std::string positions_path(const std::string& eval_csv);
+
+// Evaluates a trained run at `lengths`, writing eval_csv, its -positions CSV
+// and the sidecar. Returns the rows written (without header).
+std::string evaluate_run(const std::string& run_dir, const std::string& lengths, const std::string& eval_csv,
+                         bool progress);
+
+// Trains and evaluates every run not yet done, then writes the combined CSVs.
+void run_experiment(const ExperimentConfig& e, bool progress);
+
+}  // namespace routelab::nn

@@ -1,0 +1,162 @@
+#include "nn/train.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/core.h>
+
+#include "data/brown.h"
+#include "io/table.h"
+#include "nn/adamw.h"
+#include "nn/checkpoint.h"
+#include "nn/model.h"
+#include "nn/streams.h"
+#include "rng/stream.h"
+
+namespace routelab::nn {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kLogHeader = "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n";
+
+std::string train_log_path(const std::string& dir) { return (fs::path(dir) / "train.csv").string(); }
+
+// The rows of an earlier train.csv up to `step` (they end with '\n').
+std::string log_rows_up_to(const std::string& path, int step) {
+  std::ifstream f(path);
+  std::string line, rows;
+  std::getline(f, line);  // header
+  while (std::getline(f, line))
+    if (!line.empty() && std::stoi(line.substr(0, line.find(','))) <= step) rows += line + "\n";
+  return rows;
+}
+
+std::string format_duration(double s) {
+  const long t = long(s + 0.5);
+  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, (t / 60) % 60);
+  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}s", t);
+}
+
+// Checkpoint and config equality ignore bookkeeping that leaves weights alone.
+bool same_run(const RunConfig& a, const RunConfig& b) {
+  RunConfig x = a, y = b;
+  x.train.checkpoint_every = y.train.checkpoint_every;
+  x.train.log_every = y.train.log_every;
+  x.corpus = y.corpus;
+  return x == y;
+}
+
+}  // namespace
+
+std::string checkpoint_path(const std::string& run_dir) { return (fs::path(run_dir) / "checkpoint.bin").string(); }
+std::string config_path(const std::string& run_dir) { return (fs::path(run_dir) / "config.toml").string(); }
+
+RunConfig load_run_dir_config(const std::string& run_dir) {
+  if (!fs::exists(config_path(run_dir)))
+    throw RunDirError(fmt::format("{} is not a run directory (no config.toml); train one with routelab train", run_dir));
+  return load_run_config(config_path(run_dir));
+}
+
+void training_batch(const std::vector<uint8_t>& stream, int T, int B, uint64_t seed, int step, int* tokens,
+                    int* targets) {
+  const uint64_t span = stream.size() - uint64_t(T);  // offsets 0 .. size - T - 1
+  for (int b = 0; b < B; ++b) {
+    Stream s(seed, batch_stream(uint64_t(step), uint64_t(b)));
+    const uint64_t off = s.below(span);
+    for (int t = 0; t < T; ++t) {
+      tokens[int64_t(b) * T + t] = stream[off + t];
+      targets[int64_t(b) * T + t] = stream[off + t + 1];
+    }
+  }
+}
+
+TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
+  const auto start_time = std::chrono::steady_clock::now();
+  const std::string& dir = opt.run_dir;
+  // Everything that can refuse the run is checked before anything is written.
+  if (fs::exists(dir) && !fs::is_directory(dir)) throw RunDirError(fmt::format("--out {} is a file, not a directory", dir));
+  const bool occupied = fs::exists(dir) && !fs::is_empty(dir);
+  if (occupied && !opt.resume)
+    throw RunDirError(
+        fmt::format("--out {} already holds a run; pass --resume to continue it, or choose another --out", dir));
+  bool have_checkpoint = false;
+  Checkpoint ck;
+  if (occupied) {
+    if (fs::exists(checkpoint_path(dir))) {
+      ck = load_checkpoint(checkpoint_path(dir));
+      require_same_config(ck, c, checkpoint_path(dir));
+      have_checkpoint = true;
+    } else if (fs::exists(config_path(dir)) && !same_run(load_run_config(config_path(dir)), c)) {
+      throw RunDirError(fmt::format("{} holds a run of another configuration; start a new run directory", dir));
+    }
+  }
+  const data::Corpus corpus = data::load_corpus(c.corpus);
+  const int T = c.model.context, B = c.train.batch;
+  if (corpus.train.size() < std::size_t(T) + 2)
+    throw data::CorpusError(fmt::format("corpus {}: the training stream ({} bytes) is shorter than one window of {}",
+                                        c.corpus, corpus.train.size(), T + 1));
+
+  fs::create_directories(dir);
+  write_file_atomic(config_path(dir), to_toml(c));
+  Model<float> model(c.model, c.train.seed);
+  AdamW adam(model.params.size());
+  TrainSummary summary;
+  std::string log_rows;
+  double elapsed_before = 0;
+  if (have_checkpoint) {
+    model.params = ck.params;
+    adam = ck.opt;
+    summary.start_step = ck.step;
+    log_rows = log_rows_up_to(train_log_path(dir), ck.step);
+    const auto last = log_rows.rfind(',', log_rows.size() - 2);
+    if (!log_rows.empty() && last != std::string::npos) elapsed_before = std::stod(log_rows.substr(last + 1));
+  }
+  const bool tty = opt.progress && isatty(2);
+  std::vector<int> tokens(std::size_t(B) * T), targets(tokens.size());
+  double last_loss = 0, last_report = 0;
+  const auto loop_start = std::chrono::steady_clock::now();
+  for (int step = summary.start_step; step < c.train.steps; ++step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    training_batch(corpus.train, T, B, c.train.seed, step, tokens.data(), targets.data());
+    last_loss = model.forward(tokens.data(), targets.data(), B, T, uint64_t(step));
+    model.backward();
+    const double norm = global_norm(model.grads);
+    const double scale = (c.train.grad_clip > 0 && norm > c.train.grad_clip) ? c.train.grad_clip / norm : 1.0;
+    const double lr = learning_rate(c.train, step);
+    adam.update(model.params, model.grads, model.tensors(), c.train, lr, scale, step + 1);
+    const auto t1 = std::chrono::steady_clock::now();
+    const double step_s = std::chrono::duration<double>(t1 - t0).count();
+    const double run_s = std::chrono::duration<double>(t1 - loop_start).count();
+    const int done = step + 1;
+    if (done % c.train.log_every == 0 || done == c.train.steps)
+      log_rows += fmt::format("{},{},{},{},{},{}\n", done, format_number(last_loss), format_number(lr),
+                              format_number(norm), format_number(B * T / step_s),
+                              format_number(elapsed_before + run_s));
+    if (opt.progress && (tty || run_s - last_report > 30 || done == c.train.steps)) {
+      last_report = run_s;
+      const double rate = (done - summary.start_step) / run_s;
+      fmt::print(stderr, "{}step {}/{}  loss {:.4f}  {:.0f} tok/s  {} left{}", tty ? "\r" : "", done, c.train.steps,
+                 last_loss, B * T * rate, format_duration((c.train.steps - done) / rate),
+                 tty && done != c.train.steps ? "   " : "\n");
+    }
+    if (done % c.train.checkpoint_every == 0 || done == c.train.steps) {
+      // The log first: rows past the checkpoint are dropped on resume.
+      write_file_atomic(train_log_path(dir), kLogHeader + log_rows);
+      save_checkpoint(checkpoint_path(dir), c, done, model.params, adam);
+    }
+  }
+  summary.steps = c.train.steps;
+  summary.final_loss = last_loss;
+  summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+  return summary;
+}
+
+}  // namespace routelab::nn
