@@ -268,6 +268,11 @@ const R* Model<R>::losses() const {
   return acts_->losses;
 }
 
+template <class R>
+std::size_t Model<R>::arena_floats() const {
+  return acts_->mem.size();
+}
+
 template class Model<float>;
 template class Model<double>;
 

@@ -1,0 +1,66 @@
+// What the command-line tests share: a scratch folder per test, whole-file
+// reads and writes, and running the routelab binary with its output caught.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace routelab::testing {
+
+namespace fs = std::filesystem;
+
+// A fresh folder named after the running test, removed afterwards.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& tag = "") {
+    const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string(t->test_suite_name()) + "_" + t->name() + tag;
+    for (char& c : name)
+      if (c == '/') c = '_';
+    path = fs::temp_directory_path() / ("routelab_" + std::to_string(::getpid()) + "_" + name);
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path operator/(const std::string& p) const { return path / p; }
+};
+
+inline std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+inline void spit(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+struct CliResult {
+  int status;
+  std::string out, err;
+};
+
+// Runs `routelab ARGS` (ARGS as a shell would split them) in `cwd`.
+inline CliResult run_routelab(const std::string& args, const fs::path& scratch, const fs::path& cwd = ".") {
+  const fs::path out = scratch / ".stdout", err = scratch / ".stderr";
+  const std::string cmd = "cd '" + cwd.string() + "' && " + std::string(ROUTELAB_BINARY) + " " + args + " > '" +
+                          out.string() + "' 2> '" + err.string() + "'";
+  const int raw = std::system(cmd.c_str());
+  CliResult r{WEXITSTATUS(raw), slurp(out), slurp(err)};
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+inline int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace routelab::testing

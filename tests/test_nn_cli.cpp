@@ -1,0 +1,187 @@
+// routelab train / eval / experiment as a user meets them: a killed run
+// resumes to the same bytes, evaluation writes its CSVs and protocol, and
+// every refusal is one line, exit status 2, nothing overwritten.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.h"
+
+namespace {
+
+using namespace routelab::testing;
+
+const std::string kSlice = std::string(ROUTELAB_SOURCE_DIR) + "/tests/data/brown-slice";
+
+// A model small enough that a thousand steps take well under a second.
+std::string tiny_config(const std::string& scheme, int steps, int checkpoint_every,
+                        const std::string& corpus = kSlice) {
+  return "[model]\nd_model = 16\nheads = 2\nlayers = 1\nmlp_ratio = 2\ncontext = 16\nscheme = \"" + scheme +
+         "\"\n[train]\nbatch = 4\nwarmup = 2\nsteps = " + std::to_string(steps) +
+         "\ncheckpoint_every = " + std::to_string(checkpoint_every) + "\nlog_every = 5\n[data]\ncorpus = \"" +
+         corpus + "\"\n";
+}
+
+// The step of a run directory's checkpoint (0 if none yet).
+int checkpoint_step(const fs::path& run) {
+  const std::string ck = slurp(run / "checkpoint.bin");
+  const auto at = ck.find("\"step\":");
+  return at == std::string::npos ? 0 : std::stoi(ck.substr(at + 7));
+}
+
+// Starts `routelab ARGS...` and SIGKILLs it `ms` milliseconds after its
+// checkpoint in `run` first shows a step past `after` (or when it ends).
+void run_and_kill(const std::vector<std::string>& args, const fs::path& run, int after, int ms) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(ROUTELAB_BINARY));
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    freopen("/dev/null", "w", stderr);
+    execv(ROUTELAB_BINARY, argv.data());
+    _exit(127);
+  }
+  int status;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (checkpoint_step(run) > after) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+TEST(nn_cli, killed_runs_resume_to_the_same_final_weights) {
+  TempDir tmp;
+  const int steps = 1500;
+  spit(tmp / "c.toml", tiny_config("random_qkv", steps, 7));
+  const auto whole = run_routelab("train --config c.toml --out whole --quiet --threads 1", tmp.path, tmp.path);
+  ASSERT_EQ(whole.status, 0) << whole.err;
+  const std::string cfg = (tmp / "c.toml").string(), out = (tmp / "killed").string();
+  // Killed twice, a few milliseconds past a checkpoint (so mid-step), and
+  // resumed each time, on another thread count.
+  run_and_kill({"train", "--config", cfg, "--out", out, "--quiet", "--threads", "2"}, tmp / "killed", 100, 3);
+  EXPECT_LT(checkpoint_step(tmp / "killed"), steps);
+  run_and_kill({"train", "--config", cfg, "--out", out, "--quiet", "--resume", "--threads", "1"}, tmp / "killed",
+               checkpoint_step(tmp / "killed") + 100, 2);
+  EXPECT_LT(checkpoint_step(tmp / "killed"), steps);
+  const auto resumed = run_routelab("train --config c.toml --out killed --quiet --resume --threads 1", tmp.path,
+                                    tmp.path);
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  const std::string a = slurp(tmp / "whole/checkpoint.bin"), b = slurp(tmp / "killed/checkpoint.bin");
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "a resumed run ended on other weights than an uninterrupted one";
+  // The log has one row per logged step, none twice.
+  EXPECT_EQ(count_lines(slurp(tmp / "killed/train.csv")), 1 + steps / 5);
+}
+
+TEST(nn_cli, eval_writes_bits_per_byte_positions_and_protocol) {
+  TempDir tmp;
+  spit(tmp / "c.toml", tiny_config("learned_qkv", 20, 10));
+  ASSERT_EQ(run_routelab("train --config c.toml --out run --quiet", tmp.path, tmp.path).status, 0);
+  const auto r = run_routelab("eval --run run --lengths 1x,4x,64 --quiet", tmp.path, tmp.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string csv = slurp(tmp / "run/eval.csv");
+  EXPECT_EQ(csv, r.out);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "scheme,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl");
+  EXPECT_EQ(count_lines(csv), 4);
+  EXPECT_NE(csv.find("\nlearned_qkv,1,16,64,"), std::string::npos);
+  const std::string pos = slurp(tmp / "run/eval-positions.csv");
+  EXPECT_EQ(pos.substr(0, pos.find('\n')), "scheme,seed,train_len,eval_len,pos_lo,pos_hi,tokens,bits_per_byte");
+  EXPECT_EQ(count_lines(pos), 1 + 5 + 7 + 7);  // log2 bins of 16, 64, 64
+  const auto side = nlohmann::json::parse(slurp(tmp / "run/eval.csv.json"));
+  EXPECT_EQ(side["protocol"]["stride"], "L");
+  EXPECT_EQ(side["checkpoint_step"], 20);
+  // Random angles or not, the same run evaluates to the same bytes.
+  ASSERT_EQ(run_routelab("eval --run run --lengths 1x,4x,64 --quiet --out again.csv", tmp.path, tmp.path).status, 0);
+  EXPECT_EQ(slurp(tmp / "again.csv"), csv);
+}
+
+TEST(nn_cli, quick_experiment_gathers_every_scheme_and_length) {
+  TempDir tmp;
+  spit(tmp / "e.toml", "[experiment]\nschemes = [\"rope\", \"alibi\"]\nseeds = [1, 2]\nlengths = \"1x,2x\"\n"
+                       "out = \"runs\"\ncsv = \"out/x.csv\"\n" +
+                           tiny_config("nope", 10, 5));
+  const auto r = run_routelab("experiment e.toml --no-plot --quiet", tmp.path, tmp.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count_lines(slurp(tmp / "out/x.csv")), 1 + 2 * 2 * 2);
+  EXPECT_TRUE(fs::exists(tmp / "out/x-positions.csv"));
+  EXPECT_TRUE(fs::exists(tmp / "runs/alibi-s2/checkpoint.bin"));
+  // A second call finds everything done and gives the same CSV.
+  const std::string first = slurp(tmp / "out/x.csv");
+  ASSERT_EQ(run_routelab("experiment e.toml --no-plot --quiet", tmp.path, tmp.path).status, 0);
+  EXPECT_EQ(slurp(tmp / "out/x.csv"), first);
+}
+
+// One line on stderr, exit 2, and the named path untouched.
+void expect_refusal(const CliResult& r, const std::string& says) {
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(nn_cli, bad_configs_are_refused_before_any_file_is_written) {
+  TempDir tmp;
+  const std::pair<std::string, std::string> cases[] = {
+      {tiny_config("rope", 5, 5) + "[extra]\nx = 1\n", "unknown table or key 'extra'"},
+      {"[model]\nlayerz = 2\n", "unknown key [model] layerz"},
+      {"[model]\nscheme = \"xpos\"\n", "scheme 'xpos' is unknown; accepted: nope, rope"},
+      {"[model]\nd_model = 30\nheads = 4\n", "does not divide d_model"},
+      {"[model]\nd_model = 12\nheads = 2\nscheme = \"random_qk\"\nmlp_ratio = 1\n[model.x]\n", "unknown key"},
+      {"[model]\nd_model = 18\nheads = 2\nscheme = \"rope_qkv\"\n", "must be even (it is 9)"},
+      {"[model\n", "not valid TOML"},
+  };
+  for (const auto& [text, says] : cases) {
+    spit(tmp / "bad.toml", text);
+    expect_refusal(run_routelab("train --config bad.toml --out run", tmp.path, tmp.path), says);
+    EXPECT_FALSE(fs::exists(tmp / "run")) << says;
+  }
+  expect_refusal(run_routelab("eval --run nowhere", tmp.path, tmp.path), "not a run directory");
+}
+
+TEST(nn_cli, missing_or_damaged_corpus_says_how_to_fix_it) {
+  TempDir tmp;
+  spit(tmp / "c.toml", tiny_config("rope", 5, 5, (tmp / "nocorpus").string()));
+  expect_refusal(run_routelab("train --config c.toml --out run", tmp.path, tmp.path), "fetch-corpus.sh");
+  EXPECT_FALSE(fs::exists(tmp / "run"));
+  fs::copy(kSlice, tmp / "damaged", fs::copy_options::recursive);
+  std::string text = slurp(tmp / "damaged/val.txt");
+  text[100] ^= 1;
+  spit(tmp / "damaged/val.txt", text);
+  spit(tmp / "d.toml", tiny_config("rope", 5, 5, (tmp / "damaged").string()));
+  expect_refusal(run_routelab("train --config d.toml --out run", tmp.path, tmp.path), "damaged");
+  EXPECT_FALSE(fs::exists(tmp / "run"));
+}
+
+TEST(nn_cli, a_run_directory_is_never_overwritten) {
+  TempDir tmp;
+  spit(tmp / "c.toml", tiny_config("rope", 10, 5));
+  spit(tmp / "other.toml", tiny_config("alibi", 10, 5));
+  ASSERT_EQ(run_routelab("train --config c.toml --out run --quiet", tmp.path, tmp.path).status, 0);
+  const std::string before = slurp(tmp / "run/checkpoint.bin");
+  expect_refusal(run_routelab("train --config c.toml --out run", tmp.path, tmp.path), "pass --resume");
+  expect_refusal(run_routelab("train --config other.toml --out run --resume", tmp.path, tmp.path),
+                 "written for another configuration: [model] scheme = \"rope\", not \"alibi\"");
+  expect_refusal(run_routelab("eval --run run --lengths 2y", tmp.path, tmp.path), "--lengths: '2y'");
+  EXPECT_EQ(slurp(tmp / "run/checkpoint.bin"), before);
+  EXPECT_FALSE(fs::exists(tmp / "run/eval.csv"));
+  // A damaged checkpoint is named as such.
+  std::string ck = before;
+  ck[ck.size() - 7] ^= 1;
+  spit(tmp / "run/checkpoint.bin", ck);
+  expect_refusal(run_routelab("eval --run run --lengths 1x", tmp.path, tmp.path), "is damaged");
+}
+
+}  // namespace

@@ -1,0 +1,290 @@
+// The transformer's pieces on their own: streamed attention against the
+// textbook softmax, the schemes' angles, thread invariance, the training
+// batches, the learning-rate schedule, evaluation windows, configuration.
+#include <gtest/gtest.h>
+
+#include <omp.h>
+
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "nn/adamw.h"
+#include "nn/attention.h"
+#include "nn/config.h"
+#include "nn/eval.h"
+#include "nn/model.h"
+#include "nn/scheme.h"
+#include "nn/train.h"
+#include "rng/stream.h"
+
+namespace {
+
+using namespace routelab;
+using namespace routelab::nn;
+
+std::vector<double> normals(std::size_t n, uint64_t seed) {
+  Stream s(seed, 0);
+  std::vector<double> v(n);
+  for (auto& x : v) x = s.normal();
+  return v;
+}
+
+// softmax(q k^T / sqrt(hd) - slope (i - j), causal) v, row by row.
+std::vector<double> naive_attention(const std::vector<double>& q, const std::vector<double>& k,
+                                    const std::vector<double>& v, const std::vector<double>& slopes,
+                                    AttentionShape s) {
+  std::vector<double> o(q.size(), 0.0);
+  for (int bh = 0; bh < s.B * s.H; ++bh)
+    for (int i = 0; i < s.T; ++i) {
+      std::vector<double> w(i + 1);
+      double mx = -1e300;
+      for (int j = 0; j <= i; ++j) {
+        double d = 0;
+        for (int c = 0; c < s.hd; ++c) d += q[(bh * s.T + i) * s.hd + c] * k[(bh * s.T + j) * s.hd + c];
+        w[j] = d / std::sqrt(double(s.hd)) - (slopes.empty() ? 0.0 : slopes[bh % s.H] * (i - j));
+        mx = std::max(mx, w[j]);
+      }
+      double z = 0;
+      for (auto& x : w) z += (x = std::exp(x - mx));
+      for (int j = 0; j <= i; ++j)
+        for (int c = 0; c < s.hd; ++c) o[(bh * s.T + i) * s.hd + c] += w[j] / z * v[(bh * s.T + j) * s.hd + c];
+    }
+  return o;
+}
+
+TEST(nn_attention, streamed_softmax_equals_textbook_attention_across_tiles) {
+  const AttentionShape s{2, 150, 2, 8};  // three key tiles, a ragged last one
+  const std::size_t n = std::size_t(s.B) * s.H * s.T * s.hd;
+  const auto q = normals(n, 1), k = normals(n, 2), v = normals(n, 3);
+  for (const auto& slopes : {std::vector<double>{}, alibi_slopes(s.H)}) {
+    std::vector<double> o(n), lse(std::size_t(s.B) * s.H * s.T);
+    attention_forward(o.data(), lse.data(), q.data(), k.data(), v.data(), slopes.empty() ? nullptr : slopes.data(),
+                      s);
+    const auto want = naive_attention(q, k, v, slopes, s);
+    double worst = 0;
+    for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(o[i] - want[i]));
+    EXPECT_LT(worst, 1e-12) << (slopes.empty() ? "no bias" : "alibi");
+  }
+}
+
+TEST(nn_attention, rotating_q_and_k_leaves_only_the_relative_angle) {
+  // RoPE's promise: the score of (t, s) depends on theta_t - theta_s only, so
+  // adding one angle to every position changes nothing.
+  const AttentionShape s{1, 5, 1, 4};
+  const auto qkv = normals(std::size_t(s.T) * 3 * 4, 4);
+  auto scores = [&](double shift) {
+    std::vector<double> cs(std::size_t(s.T) * 2 * 2);
+    for (int t = 0; t < s.T; ++t)
+      for (int j = 0; j < 2; ++j) {
+        const double th = 0.7 * t * (j + 1) + shift;
+        cs[(t * 2 + j) * 2] = std::cos(th);
+        cs[(t * 2 + j) * 2 + 1] = std::sin(th);
+      }
+    std::vector<double> q(20), k(20), v(20);
+    split_heads_forward(q.data(), k.data(), v.data(), qkv.data(), cs.data(), false, s);
+    std::vector<double> out;
+    for (int i = 0; i < s.T; ++i)
+      for (int j = 0; j < s.T; ++j) out.push_back(std::inner_product(q.begin() + 4 * i, q.begin() + 4 * i + 4,
+                                                                     k.begin() + 4 * j, 0.0));
+    return out;
+  };
+  const auto a = scores(0.0), b = scores(2.3);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-12);
+}
+
+ModelConfig small_config(const std::string& scheme) {
+  ModelConfig m;
+  m.d_model = 32;
+  m.heads = 4;
+  m.layers = 2;
+  m.mlp_ratio = 2;
+  m.context = 130;
+  m.scheme = scheme;
+  return m;
+}
+
+TEST(nn_schemes, rope_angles_stay_exact_far_past_training_length) {
+  ModelConfig m = small_config("rope");
+  auto src = make_angle_source<float>(m, 1);
+  const int T = 64 * 128;
+  std::vector<double> theta(std::size_t(T) * 4);
+  std::vector<int> tokens(T, 0);
+  src->angles(theta.data(), tokens.data(), 1, T, 0, 0, nullptr);
+  const auto f = angle_frequencies(m);
+  for (int t : {0, 1, 127, 8191})
+    for (int j = 0; j < 4; ++j) {
+      const long double want = (long double)t * (long double)f[j];
+      EXPECT_NEAR(std::cos(theta[std::size_t(t) * 4 + j]), double(cosl(want)), 1e-12);
+      EXPECT_LE(std::abs(theta[std::size_t(t) * 4 + j]), M_PI);
+    }
+}
+
+TEST(nn_schemes, learned_angles_are_running_sums_of_token_rows) {
+  ModelConfig m = small_config("learned_qk");
+  auto src = make_angle_source<double>(m, 1);
+  std::vector<double> table(src->table_size());
+  src->init_table(table.data(), 5, 0);
+  const std::vector<int> tokens = {3, 200, 3, 7, 255};
+  std::vector<double> theta(5 * 4);
+  src->angles(theta.data(), tokens.data(), 1, 5, 0, 0, table.data());
+  const auto f = angle_frequencies(m);
+  for (int j = 0; j < 4; ++j) {
+    double sum = 0;
+    for (int t = 0; t < 5; ++t) {
+      sum += table[tokens[t] * 4 + j];
+      EXPECT_NEAR(theta[t * 4 + j], std::remainder(sum, 2 * M_PI), 1e-15);
+    }
+    for (int v = 0; v < 256; ++v) EXPECT_LE(std::abs(table[v * 4 + j]), f[j]);
+  }
+}
+
+TEST(nn_schemes, random_angles_repeat_within_a_pass_and_change_between_passes) {
+  ModelConfig m = small_config("random_qkv");
+  m.angle_scale = 0.5;
+  auto src = make_angle_source<float>(m, 9);
+  const int T = 50;
+  std::vector<int> tokens(2 * T, 0);
+  std::vector<double> a(2 * T * 4), b(a.size()), c(a.size());
+  src->angles(a.data(), tokens.data(), 2, T, 1, 17, nullptr);
+  src->angles(b.data(), tokens.data(), 2, T, 1, 17, nullptr);
+  src->angles(c.data(), tokens.data(), 2, T, 1, 18, nullptr);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  // Increments lie in (-scale f_b, scale f_b).
+  const auto f = angle_frequencies(m);
+  for (int t = 1; t < T; ++t)
+    for (int j = 0; j < 4; ++j)
+      EXPECT_LE(std::abs(std::remainder(a[t * 4 + j] - a[(t - 1) * 4 + j], 2 * M_PI)), 0.5 * f[j] + 1e-12);
+}
+
+TEST(nn_schemes, alibi_slopes_are_the_standard_ones) {
+  const auto s8 = alibi_slopes(8);
+  for (int h = 0; h < 8; ++h) EXPECT_DOUBLE_EQ(s8[h], std::pow(2.0, -(h + 1)));
+  // Six heads: the four of H = 4, then every other one of H = 8.
+  const std::vector<double> s6 = {0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125};
+  EXPECT_EQ(alibi_slopes(6), s6);
+}
+
+TEST(nn_model, same_bytes_at_one_and_two_threads) {
+  for (const char* scheme : {"random_qkv", "learned_qkv", "alibi"}) {
+    Model<float> model(small_config(scheme), 2);
+    const int B = 3, T = 130;
+    std::vector<int> tokens(B * T), targets(B * T);
+    Stream s(3, 0);
+    for (auto& x : tokens) x = int(s.below(256));
+    for (auto& x : targets) x = int(s.below(256));
+    std::vector<float> grads[2];
+    double loss[2];
+    for (int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      loss[threads - 1] = model.forward(tokens.data(), targets.data(), B, T, 4);
+      model.backward();
+      grads[threads - 1] = model.grads;
+    }
+    EXPECT_EQ(loss[0], loss[1]) << scheme;
+    EXPECT_EQ(grads[0], grads[1]) << scheme;
+  }
+}
+
+TEST(nn_model, evaluation_memory_grows_linearly_in_length) {
+  ModelConfig m = small_config("rope");
+  Model<float> model(m, 1);
+  std::size_t floats[2];
+  for (int i = 0; i < 2; ++i) {
+    const int T = 1024 << i;
+    std::vector<int> tokens(T, 65);
+    model.forward(tokens.data(), tokens.data(), 1, T, 0, false);
+    floats[i] = model.arena_floats();
+  }
+  EXPECT_NEAR(double(floats[1]) / double(floats[0]), 2.0, 0.01);
+  // The default model at 64 x 128: well under 1 GiB of activations.
+  ModelConfig d;
+  const double per_position = double(floats[0]) / 1024 / m.d_model * d.d_model;
+  EXPECT_LT(per_position * 8192 * 4, 0.25 * (1 << 30));
+}
+
+TEST(nn_train, batches_are_a_function_of_seed_and_step) {
+  std::vector<uint8_t> stream(1000);
+  for (std::size_t i = 0; i < stream.size(); ++i) stream[i] = uint8_t(i % 251);
+  const int T = 16, B = 4;
+  std::vector<int> a(B * T), at(B * T), b(B * T), bt(B * T);
+  training_batch(stream, T, B, 5, 10, a.data(), at.data());
+  training_batch(stream, T, B, 5, 10, b.data(), bt.data());
+  EXPECT_EQ(a, b);
+  training_batch(stream, T, B, 5, 11, b.data(), bt.data());
+  EXPECT_NE(a, b);
+  for (int i = 0; i < B * T; ++i) EXPECT_EQ(at[i], (a[i] + 1) % 251);  // targets are the next bytes
+}
+
+TEST(nn_train, warmup_then_cosine_to_the_floor) {
+  TrainConfig c;
+  c.steps = 1000;
+  c.warmup = 100;
+  c.lr = 1e-3;
+  c.min_lr_ratio = 0.1;
+  EXPECT_DOUBLE_EQ(learning_rate(c, 0), 1e-5);
+  EXPECT_DOUBLE_EQ(learning_rate(c, 99), 1e-3);
+  EXPECT_DOUBLE_EQ(learning_rate(c, 100), 1e-3);
+  EXPECT_NEAR(learning_rate(c, 999), 1e-4, 1e-15);
+  for (int s = 101; s < 1000; ++s) EXPECT_LT(learning_rate(c, s), learning_rate(c, s - 1));
+}
+
+TEST(nn_eval, windows_tile_the_stream_and_bins_cover_every_position) {
+  ModelConfig m = small_config("nope");
+  Model<float> model(m, 1);
+  std::vector<uint8_t> stream(1000, 'a');
+  const EvalResult r = evaluate(model, stream, 100);
+  EXPECT_EQ(r.windows, 9);  // 9 x 100 inputs need 901 bytes; 10 would need 1001
+  EXPECT_EQ(r.tokens, 900);
+  int64_t covered = 0;
+  for (const auto& b : r.bins) covered += b.tokens;
+  EXPECT_EQ(covered, r.tokens);
+  EXPECT_EQ(r.bins.front().lo, 0);
+  EXPECT_EQ(r.bins.back().hi, 100);
+  EXPECT_NEAR(r.ppl, std::exp(r.bits_per_byte * std::log(2.0)), 1e-9 * r.ppl);
+}
+
+TEST(nn_eval, lengths_parse_as_multiples_or_integers) {
+  EXPECT_EQ(parse_lengths("1x,4x,300", 128), (std::vector<int64_t>{128, 512, 300}));
+  for (const char* bad : {"", "0x", "x", "4y", "1x,,2x", "-3", "2.5x"})
+    EXPECT_THROW(parse_lengths(bad, 128), std::invalid_argument) << bad;
+}
+
+RunConfig parse_text(const std::string& text) {
+  return parse_run_config(toml::parse(text), "test.toml");
+}
+
+TEST(nn_config, refuses_what_no_model_can_be) {
+  EXPECT_NO_THROW(parse_text("[model]\nscheme = \"alibi\"\n"));
+  const std::pair<const char*, const char*> cases[] = {
+      {"[model]\nwidth = 3\n", "unknown key [model] width"},
+      {"[optimizer]\nlr = 1\n", "unknown table or key 'optimizer'"},
+      {"[model]\nscheme = \"xpos\"\n", "scheme 'xpos' is unknown"},
+      {"[model]\nd_model = 130\nheads = 4\n", "heads = 4 does not divide d_model = 130"},
+      {"[model]\nd_model = 12\nheads = 4\nscheme = \"rope\"\n", "must be even (it is 3)"},
+      {"[train]\nlr = -1\n", "[train] lr must be"},
+      {"[train]\nsteps = 2.5\n", "[train] steps must be an integer"},
+  };
+  for (const auto& [text, want] : cases) {
+    try {
+      parse_text(text);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+  // An odd head dimension is fine where nothing rotates.
+  EXPECT_NO_THROW(parse_text("[model]\nd_model = 12\nheads = 4\nscheme = \"alibi\"\n"));
+}
+
+TEST(nn_config, round_trips_through_its_own_toml) {
+  RunConfig c = parse_text("[model]\nscheme = \"learned_qkv\"\nangle_scale = 0.25\n[train]\nseed = 7\n");
+  EXPECT_EQ(parse_text(to_toml(c)), c);
+}
+
+}  // namespace
