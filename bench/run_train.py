@@ -1,0 +1,441 @@
+#!/usr/bin/python3
+"""Training throughput of `routelab train` beside a PyTorch peer, alternately (issue 4).
+
+  /usr/bin/python3 bench/run_train.py [--bin build/routelab] [--rounds 3] [--steps 30]
+      [--schemes rope,learned_qkv] [--warmup 3] [--threads 2]
+      [--peer-coretype auto|none|NAME] [--eval-run DIR|trained] [--eval-lengths 16x,64x]
+      [--out bench/out/train.csv]
+
+Training: per scheme and round, `routelab train` runs N steps of the default
+configuration (d_model 128, 4 heads, 4 layers, mlp_ratio 4, context 128,
+batch 16; log_every 1) into a fresh temporary run directory, and
+bench/peers/train_torch.py (the same model in PyTorch, float32) runs N steps
+of the same TOML file; which of the two goes first alternates from round to
+round, since this machine's speed shifts between levels. The first --warmup
+steps of every run are dropped; the rest are per-step tokens/s (batch x context
+over the step's wall time). Printed per scheme: the median of each side, the
+ratio of the medians (routelab / torch), the median of the per-round paired
+ratios, and whether the issue's target (>= 2x) is met.
+
+Threads: routelab runs with --threads 2, OMP_NUM_THREADS=2 and the rest of the environment
+untouched. The peer runs torch.set_num_threads(2), OMP_NUM_THREADS=2,
+OPENBLAS_NUM_THREADS=2, with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed
+from its environment alone, and Debian's OpenBLAS forced by prepending
+/usr/lib/x86_64-linux-gnu/openblas-pthread to LD_LIBRARY_PATH (Debian's torch
+links libblas.so.3, which the alternatives system may point at the reference
+BLAS: about 15x slower, and a win over it means nothing). Every peer run's
+/proc/self/maps is checked: if the reference BLAS is mapped, or no OpenBLAS,
+the script stops without reporting.
+
+OpenBLAS 0.3.21 does not know every newer CPU; left unset it falls back to its
+generic 'Prescott' kernels on this machine (family 6 model 207). With
+--peer-coretype auto (default) the script probes the kernel OpenBLAS picks
+with the variables unset, and if it is a generic one names the matching kernel
+(SkylakeX with AVX-512, Haswell with AVX2) for the peer and says so loudly;
+--peer-coretype none keeps what OpenBLAS picks; NAME sets it.
+
+Evaluation: with --eval-run DIR (a trained run directory; `trained` keeps the
+last round's routelab run of each scheme and uses those), `routelab eval --run
+DIR --lengths L` runs once per length under /usr/bin/time -v; printed are
+tokens/s (the CSV's tokens over the sidecar JSON's wall_seconds, and over the
+process's whole wall time) and the peak RSS in MiB.
+
+OpenMP waiting: with other work on the two cores, two-thread runs whose
+OpenMP threads spin at barriers (libgomp's default) can slow down many times
+over; --omp-wait-policy passive sets OMP_WAIT_POLICY for both sides alike.
+The load average before each run is printed and kept in the CSV.
+
+Everything measured is written to --out as one long CSV.
+"""
+import argparse
+import csv
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PEER = os.path.join(HERE, "peers", "train_torch.py")
+PY = "/usr/bin/python3"  # Debian's python3 with python3-torch
+OPENBLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-pthread"
+GENERIC_KERNELS = {"prescott", "katmai", "coppermine", "northwood", "banias", "atom", "core2", "penryn",
+                   "dunnington"}
+TARGET = 2.0
+nan = float("nan")
+
+CONFIG = """[model]
+d_model = {d_model}
+heads = {heads}
+layers = {layers}
+mlp_ratio = {mlp_ratio}
+context = {context}
+scheme = "{scheme}"
+[train]
+batch = {batch}
+steps = {steps}
+checkpoint_every = 1000000
+log_every = 1
+seed = {seed}
+[data]
+corpus = "{corpus}"
+"""
+
+
+def loud(msg):
+    bar = "!" * 78
+    print(f"{bar}\n!! " + msg.replace("\n", "\n!! ") + f"\n{bar}", flush=True)
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":")[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "?"
+
+
+# ---------------------------------------------------------------- the peer's environment and BLAS
+
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def peer_env(threads, coretype, wait_policy="unset"):
+    env = dict(os.environ)
+    if wait_policy != "unset":
+        env["OMP_WAIT_POLICY"] = wait_policy.upper()
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
+    env.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
+    if os.path.isdir(OPENBLAS_DIR):
+        old = env.get("LD_LIBRARY_PATH")
+        env["LD_LIBRARY_PATH"] = OPENBLAS_DIR + (":" + old if old else "")
+    return env
+
+
+def diagnostics(stderr):
+    """The '# key: value' lines the peer writes to stderr."""
+    d = {"blas-lib": []}
+    for line in stderr.splitlines():
+        if not line.startswith("# "):
+            continue
+        k, sep, v = line[2:].partition(": ")
+        if not sep:
+            continue
+        if k == "blas-lib":
+            d[k].append(v.split(" (mapped as")[0])
+        elif k in ("openblas-core", "openblas-config", "sgemm-gflops"):
+            d[k] = v
+    return d
+
+
+def check_blas(d, where):
+    """Stops the script unless OpenBLAS, and only OpenBLAS, is the peer's BLAS."""
+    libs = d["blas-lib"]
+    openblas = [p for p in libs if "openblas" in p]
+    reference = [p for p in libs if "openblas" not in p and "mkl" not in p]
+    if reference or not openblas:
+        loud(f"{where}: the peer's torch is NOT on OpenBLAS alone; mapped BLAS libraries: {libs or 'none'}.\n"
+             "The reference BLAS makes the comparison meaningless: not reporting. Install libopenblas0-pthread\n"
+             "(scripts/setup.sh) or point the alternatives at it:\n"
+             "  update-alternatives --set libblas.so.3-x86_64-linux-gnu "
+             f"{OPENBLAS_DIR}/libblas.so.3")
+        sys.exit(2)
+
+
+def probe(env, threads):
+    r = subprocess.run([PY, PEER, "--config", os.devnull, "--info", "--threads", str(threads)], env=env,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"peer --info failed:\n{r.stderr}")
+    d = diagnostics(r.stderr)
+    check_blas(d, "peer probe")
+    return d
+
+
+def choose_peer_env(mode, threads, wait_policy):
+    env = peer_env(threads, None, wait_policy)
+    d = probe(env, threads)
+    core = d.get("openblas-core", "?")
+    note = (f"OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset: OpenBLAS runs '{core}' "
+            f"(sgemm {d.get('sgemm-gflops')} GFLOP/s, {threads} threads)")
+    if mode == "none" or (mode == "auto" and core.lower() not in GENERIC_KERNELS):
+        return env, d, note
+    if mode == "auto":
+        flags = cpu_flags()
+        pick = "SkylakeX" if "avx512f" in flags else "Haswell" if "avx2" in flags else None
+        if pick is None:
+            return env, d, note
+        loud(f"{note}: a generic kernel on a CPU with {'AVX-512' if pick == 'SkylakeX' else 'AVX2'}.\n"
+             f"The peer runs with OPENBLAS_CORETYPE={pick} instead (--peer-coretype none keeps the generic one).")
+    else:
+        pick = mode
+    env = peer_env(threads, pick, wait_policy)
+    d = probe(env, threads)
+    return env, d, (f"{note}; peer run with OPENBLAS_CORETYPE={pick}: '{d.get('openblas-core')}' "
+                    f"(sgemm {d.get('sgemm-gflops')} GFLOP/s)")
+
+
+# ---------------------------------------------------------------- one run of each side
+
+def read_rows(text):
+    rows = list(csv.DictReader(line for line in text.splitlines() if line and not line.startswith("#")))
+    return [{k: float(v) for k, v in r.items() if v not in (None, "")} for r in rows]
+
+
+def run_routelab(binp, cfg, steps, threads, env, tmp):
+    run_dir = os.path.join(tmp, "run")  # must not exist
+    cmd = [binp, "train", "--config", cfg, "--out", run_dir, "--threads", str(threads), "--quiet"]
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
+    with open(os.path.join(run_dir, "train.csv")) as f:
+        rows = read_rows(f.read())
+    if len(rows) < steps:
+        print(f"  note: routelab wrote {len(rows)} rows for {steps} steps", flush=True)
+    return rows, wall, run_dir
+
+
+def run_peer(cfg, steps, threads, env):
+    cmd = [PY, PEER, "--config", cfg, "--steps", str(steps), "--threads", str(threads)]
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-4000:]}")
+    d = diagnostics(r.stderr)
+    check_blas(d, "peer run")
+    return read_rows(r.stdout), wall, d
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+# ---------------------------------------------------------------- evaluation
+
+def parse_time_v(stderr):
+    out = {}
+    for line in stderr.splitlines():
+        line = line.strip()
+        if line.startswith("Maximum resident set size (kbytes):"):
+            out["rss_kib"] = float(line.rsplit(":", 1)[1])
+        elif line.startswith("Elapsed (wall clock) time"):
+            v = line.rsplit(": ", 1)[1].strip()
+            secs = 0.0
+            for part in v.split(":"):
+                secs = secs * 60 + float(part)
+            out["wall_s"] = secs
+    return out
+
+
+def run_eval(binp, run_dir, length, threads, env, tmp):
+    out = os.path.join(tmp, f"eval_{length}.csv")
+    if os.path.exists(out):
+        os.remove(out)
+    cmd = ["/usr/bin/time", "-v", binp, "eval", "--run", run_dir, "--lengths", length, "--out", out,
+           "--threads", str(threads), "--quiet"]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
+    tv = parse_time_v(r.stderr)
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
+    tokens = sum(float(row["tokens"]) for row in rows)
+    wall = None
+    try:
+        with open(out + ".json") as f:
+            wall = float(json.load(f)["wall_seconds"])
+    except (OSError, KeyError, ValueError, TypeError):
+        pass
+    return dict(tokens=tokens, eval_wall_s=wall, proc_wall_s=tv.get("wall_s"),
+                rss_mib=tv.get("rss_kib", float("nan")) / 1024.0, rows=rows)
+
+
+# ---------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "routelab"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=3, help="steps dropped at the start of every run")
+    ap.add_argument("--schemes", default="rope,learned_qkv")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--corpus", help="default: data/brown, else tests/data/brown-slice")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--peer-coretype", default="auto", help="auto | none | an OpenBLAS core name")
+    ap.add_argument("--omp-wait-policy", choices=["unset", "passive", "active"], default="unset",
+                    help="OMP_WAIT_POLICY for both sides (default: as inherited); see bench/README.md")
+    ap.add_argument("--no-train", action="store_true", help="only the evaluation")
+    ap.add_argument("--eval-run", help="a trained run directory, or 'trained' (this script's last runs)")
+    ap.add_argument("--eval-lengths", default="16x,64x")
+    ap.add_argument("--out", default=os.path.join(HERE, "out", "train.csv"))
+    a = ap.parse_args()
+
+    binp = a.bin
+    if not os.path.isabs(binp) and not os.path.exists(binp):
+        binp = os.path.join(ROOT, binp)
+    if not os.path.exists(binp):
+        sys.exit(f"{a.bin} not found: build it (cmake --build build --target routelab) or pass --bin")
+    binp = os.path.abspath(binp)
+    corpus = a.corpus
+    if not corpus:
+        for c in ("data/brown", "tests/data/brown-slice"):
+            if os.path.isfile(os.path.join(ROOT, c, "train.txt")):
+                corpus = os.path.join(ROOT, c)
+                break
+        else:
+            sys.exit("no corpus: neither data/brown/train.txt nor tests/data/brown-slice/train.txt "
+                     "(scripts/fetch-corpus.sh), or pass --corpus")
+    corpus = os.path.abspath(corpus)
+    schemes = [s for s in a.schemes.split(",") if s]
+    if a.warmup >= a.steps and not a.no_train:
+        sys.exit("--warmup must be below --steps")
+
+    ours_env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
+    if a.omp_wait_policy != "unset":
+        ours_env["OMP_WAIT_POLICY"] = a.omp_wait_policy.upper()
+    load = loadavg()
+    if load > 0.5:
+        loud(f"load average {load:.2f} before starting: other work shares the cores. Two-thread OpenMP\n"
+             "runs can then slow down many times over (threads spin at barriers while a partner is\n"
+             "descheduled); the ratio is still from alternated runs, but the levels are not the machine's.")
+    out_rows = []
+    tmp_root = tempfile.mkdtemp(prefix="routelab-bench-train-")
+    kept = {}
+    print(f"machine: {cpu_model()}, {os.cpu_count()} CPUs; routelab {binp}; corpus {corpus}", flush=True)
+    print(f"routelab env: OMP_NUM_THREADS={a.threads}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')}, "
+          f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE')} (as inherited)", flush=True)
+    try:
+        if not a.no_train:
+            penv, pinfo, note = choose_peer_env(a.peer_coretype, a.threads, a.omp_wait_policy)
+            print("peer:", note, flush=True)
+            print(f"peer BLAS: {', '.join(pinfo['blas-lib'])}; {pinfo.get('openblas-config')}", flush=True)
+            summary = []
+            for scheme in schemes:
+                cfg = os.path.join(tmp_root, f"{scheme}.toml")
+                with open(cfg, "w") as f:
+                    f.write(CONFIG.format(d_model=128, heads=4, layers=4, mlp_ratio=4, context=128, scheme=scheme,
+                                          batch=16, steps=a.steps, seed=a.seed, corpus=corpus))
+                ours_med, peer_med, paired = [], [], []
+                ours_all, peer_all = [], []
+                for rnd in range(a.rounds):
+                    order = ("routelab", "torch") if rnd % 2 == 0 else ("torch", "routelab")
+                    res = {}
+                    for side in order:
+                        tmp = tempfile.mkdtemp(dir=tmp_root)
+                        load = loadavg()
+                        if side == "routelab":
+                            rows, wall, run_dir = run_routelab(binp, cfg, a.steps, a.threads, ours_env, tmp)
+                            extra = ""
+                            if a.eval_run == "trained":
+                                if scheme in kept:
+                                    shutil.rmtree(os.path.dirname(kept[scheme]), ignore_errors=True)
+                                kept[scheme] = run_dir
+                            else:
+                                shutil.rmtree(tmp, ignore_errors=True)
+                        else:
+                            rows, wall, d = run_peer(cfg, a.steps, a.threads, penv)
+                            extra = d.get("openblas-core", "")
+                            shutil.rmtree(tmp, ignore_errors=True)
+                        kept_rows = rows[a.warmup:]
+                        tps = [r["tokens_per_s"] for r in kept_rows]
+                        res[side] = med(tps)
+                        for i, r in enumerate(rows):
+                            out_rows.append(dict(kind="train_step", scheme=scheme, round=rnd, side=side,
+                                                 step=int(r["step"]), warmup=int(i < a.warmup),
+                                                 tokens_per_s=r["tokens_per_s"], loss=r.get("loss"),
+                                                 note=f"{extra} load {load:.2f}".strip()))
+                        first, last = (rows[0].get("loss", nan), rows[-1].get("loss", nan)) if rows else (nan, nan)
+                        print(f"  {scheme:12s} round {rnd} {side:8s} median {res[side]:9.0f} tok/s over "
+                              f"{len(tps)} steps (run {wall:.1f} s; loss {first:.3f} -> {last:.3f})"
+                              + (f" [{extra}]" if extra else "") + f" load {load:.2f}", flush=True)
+                        (ours_all if side == "routelab" else peer_all).extend(tps)
+                    ours_med.append(res["routelab"])
+                    peer_med.append(res["torch"])
+                    paired.append(res["routelab"] / res["torch"])
+                mo, mp = med(ours_med), med(peer_med)
+                ratio = mo / mp
+                summary.append((scheme, mo, mp, ratio, med(paired), med(ours_all) / med(peer_all)))
+                out_rows.append(dict(kind="train_summary", scheme=scheme, side="routelab/torch",
+                                     tokens_per_s=ratio, note=f"median routelab {mo:.1f}, torch {mp:.1f}"))
+            print()
+            print(f"training tokens/s, {a.rounds} rounds x {a.steps} steps (first {a.warmup} dropped), "
+                  f"{a.threads} threads each; medians over rounds of each run's median")
+            print(f"{'scheme':12s} {'routelab':>10s} {'torch':>10s} {'ratio':>7s} {'paired':>7s} {'pooled':>7s}  "
+                  f"target >= {TARGET:g}x")
+            for scheme, mo, mp, ratio, pr, pooled in summary:
+                print(f"{scheme:12s} {mo:10.0f} {mp:10.0f} {ratio:7.2f} {pr:7.2f} {pooled:7.2f}  "
+                      f"{'met' if ratio >= TARGET else 'NOT met'}")
+            print("(ratio: of the medians, routelab / torch; paired: median of per-round ratios; "
+                  "pooled: of the medians of all kept steps)", flush=True)
+
+        if a.eval_run:
+            runs = list(kept.items()) if a.eval_run == "trained" else [("", a.eval_run)]
+            if not runs:
+                sys.exit("--eval-run trained: no training runs were kept")
+            print()
+            print(f"evaluation, {a.threads} threads (OMP_NUM_THREADS), one `routelab eval` per length "
+                  f"under /usr/bin/time -v")
+            print(f"{'run':24s} {'length':>6s} {'tokens':>10s} {'eval s':>8s} {'tok/s':>10s} {'proc s':>8s} "
+                  f"{'tok/s':>10s} {'peak MiB':>9s}")
+            for scheme, run_dir in runs:
+                label = scheme or os.path.basename(os.path.normpath(run_dir))
+                for length in [l for l in a.eval_lengths.split(",") if l]:
+                    tmp = tempfile.mkdtemp(dir=tmp_root)
+                    e = run_eval(binp, run_dir, length, a.threads, ours_env, tmp)
+                    ew, pw = e["eval_wall_s"], e["proc_wall_s"]
+                    r1 = e["tokens"] / ew if ew else float("nan")
+                    r2 = e["tokens"] / pw if pw else float("nan")
+                    print(f"{label:24s} {length:>6s} {e['tokens']:10.0f} {ew or float('nan'):8.2f} {r1:10.0f} "
+                          f"{pw or float('nan'):8.2f} {r2:10.0f} {e['rss_mib']:9.1f}", flush=True)
+                    out_rows.append(dict(kind="eval", scheme=scheme or label, side="routelab", eval_len=length,
+                                         tokens=e["tokens"], eval_wall_s=ew, proc_wall_s=pw,
+                                         tokens_per_s=r1, peak_rss_mib=e["rss_mib"],
+                                         loss=(e["rows"][0].get("bits_per_byte") if e["rows"] else None),
+                                         note="loss column = bits_per_byte"))
+                    shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp_root, ignore_errors=True)
+        if out_rows:
+            os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+            fields = ["kind", "scheme", "round", "side", "step", "warmup", "tokens_per_s", "loss", "eval_len",
+                      "tokens", "eval_wall_s", "proc_wall_s", "peak_rss_mib", "note"]
+            with open(a.out, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=fields)
+                w.writeheader()
+                for r in out_rows:
+                    w.writerow(r)
+            print(f"\nwrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
