@@ -2,6 +2,8 @@
 // count; bad input gets one line on stderr, exit status 2 and no file.
 #include <gtest/gtest.h>
 
+#include "cli_helpers.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -17,25 +19,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int status;
-  std::string out, err;
-};
+using routelab::testing::CliResult;
+using routelab::testing::slurp;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-Result run(const std::string& args) {
+CliResult run(const std::string& args) {
   const fs::path dir = fs::temp_directory_path() / ("routelab_cli_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const std::string cmd = std::string(ROUTELAB_BINARY) + " " + args + " > " + (dir / "out").string() + " 2> " +
-                          (dir / "err").string();
-  const int raw = std::system(cmd.c_str());
-  return {WEXITSTATUS(raw), slurp(dir / "out"), slurp(dir / "err")};
+  return routelab::testing::run_routelab(args, dir);
 }
 
 fs::path scratch(const std::string& name) {

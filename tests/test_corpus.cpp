@@ -19,12 +19,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_helpers.h"
 #include "data/brown.h"
 #include "io/sha256.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using routelab::testing::run_routelab;
+using routelab::testing::slurp;
+using routelab::testing::spit;
+using routelab::testing::TempDir;
 using routelab::data::Corpus;
 using routelab::data::CorpusError;
 using routelab::data::load_corpus;
@@ -34,26 +39,6 @@ using routelab::data::write_corpus;
 const fs::path kSource = ROUTELAB_SOURCE_DIR;
 const fs::path kRaw = kSource / "tests/data/brown-raw";
 const fs::path kSlice = kSource / "tests/data/brown-slice";
-
-// A fresh folder per test (and tag), removed afterwards.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag = "") {
-    const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
-    path = fs::temp_directory_path() / ("routelab_corpus_" + std::to_string(::getpid()) + "_" +
-                                        t->test_suite_name() + "_" + t->name() + tag);
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
-void spit(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
 std::string str(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
 
@@ -205,7 +190,7 @@ TEST(Corpus, FullCorpusIsTheDesignCorpus) {
   }
 }
 
-// The command line, as test_cli.cpp runs it: status and stderr.
+// The command line: status and stderr.
 struct Run {
   int status;
   std::string err;
@@ -213,9 +198,8 @@ struct Run {
 
 Run routelab(const std::string& args) {
   TempDir t("_run");
-  const std::string cmd = std::string(ROUTELAB_BINARY) + " " + args + " > /dev/null 2> " + (t.path / "err").string();
-  const int raw = std::system(cmd.c_str());
-  return {WEXITSTATUS(raw), slurp(t.path / "err")};
+  const auto r = run_routelab(args, t.path);
+  return {r.status, r.err};
 }
 
 void expect_one_line(const Run& r, const std::string& args) {
