@@ -113,7 +113,8 @@ TEST_P(nn_grad, every_tensor_matches_finite_differences) {
 
 INSTANTIATE_TEST_SUITE_P(scheme, nn_grad,
                          ::testing::Values("nope", "rope", "rope_qkv", "random_qk", "random_qkv", "learned_qk",
-                                           "learned_qkv", "alibi"));
+                                           "learned_qkv", "alibi", "learned_qkv_alibi", "random_qkv_alibi",
+                                           "learned_qkv_forget"));
 
 // The check itself must be able to fail: an analytic gradient off by one part
 // in 1e5 in a single tensor, the angle table, is caught there and only there.

@@ -34,10 +34,11 @@ std::vector<double> normals(std::size_t n, uint64_t seed) {
   return v;
 }
 
-// softmax(q k^T / sqrt(hd) - slope (i - j), causal) v, row by row.
+// softmax(q k^T / sqrt(hd) - slope (i - j) + cum_i - cum_j, causal) v, row by
+// row.
 std::vector<double> naive_attention(const std::vector<double>& q, const std::vector<double>& k,
                                     const std::vector<double>& v, const std::vector<double>& slopes,
-                                    AttentionShape s) {
+                                    const std::vector<double>& cum, AttentionShape s) {
   std::vector<double> o(q.size(), 0.0);
   for (int bh = 0; bh < s.B * s.H; ++bh)
     for (int i = 0; i < s.T; ++i) {
@@ -46,7 +47,8 @@ std::vector<double> naive_attention(const std::vector<double>& q, const std::vec
       for (int j = 0; j <= i; ++j) {
         double d = 0;
         for (int c = 0; c < s.hd; ++c) d += q[(bh * s.T + i) * s.hd + c] * k[(bh * s.T + j) * s.hd + c];
-        w[j] = d / std::sqrt(double(s.hd)) - (slopes.empty() ? 0.0 : slopes[bh % s.H] * (i - j));
+        w[j] = d / std::sqrt(double(s.hd)) - (slopes.empty() ? 0.0 : slopes[bh % s.H] * (i - j)) +
+               (cum.empty() ? 0.0 : cum[bh * s.T + i] - cum[bh * s.T + j]);
         mx = std::max(mx, w[j]);
       }
       double z = 0;
@@ -61,14 +63,21 @@ TEST(nn_attention, streamed_softmax_equals_textbook_attention_across_tiles) {
   const AttentionShape s{2, 150, 2, 8};  // three key tiles, a ragged last one
   const std::size_t n = std::size_t(s.B) * s.H * s.T * s.hd;
   const auto q = normals(n, 1), k = normals(n, 2), v = normals(n, 3);
-  for (const auto& slopes : {std::vector<double>{}, alibi_slopes(s.H)}) {
+  // A forget gate's running sum: log f_t < 0, so cum falls.
+  std::vector<double> cum = normals(std::size_t(s.B) * s.H * s.T, 4);
+  for (std::size_t i = 0; i < cum.size(); ++i) cum[i] = (i % s.T ? cum[i - 1] : 0.0) - 0.05 * std::abs(cum[i]);
+  const std::vector<double> none;
+  const std::pair<const std::vector<double>*, const std::vector<double>*> cases[] = {
+      {&none, &none}, {nullptr, &none}, {&none, &cum}};
+  for (const auto& [slopes_case, cum_case] : cases) {
+    const std::vector<double> slopes = slopes_case ? *slopes_case : alibi_slopes(s.H);
     std::vector<double> o(n), lse(std::size_t(s.B) * s.H * s.T);
-    attention_forward(o.data(), lse.data(), q.data(), k.data(), v.data(), slopes.empty() ? nullptr : slopes.data(),
-                      s);
-    const auto want = naive_attention(q, k, v, slopes, s);
+    const ScoreBias<double> bias{slopes.empty() ? nullptr : slopes.data(), cum_case->empty() ? nullptr : cum.data()};
+    attention_forward(o.data(), lse.data(), q.data(), k.data(), v.data(), bias, s);
+    const auto want = naive_attention(q, k, v, slopes, *cum_case, s);
     double worst = 0;
     for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(o[i] - want[i]));
-    EXPECT_LT(worst, 1e-12) << (slopes.empty() ? "no bias" : "alibi");
+    EXPECT_LT(worst, 1e-12) << (slopes.empty() ? "no alibi" : "alibi") << (cum_case->empty() ? "" : ", forget gate");
   }
 }
 
@@ -171,7 +180,7 @@ TEST(nn_schemes, alibi_slopes_are_the_standard_ones) {
 }
 
 TEST(nn_model, same_bytes_at_one_and_two_threads) {
-  for (const char* scheme : {"random_qkv", "learned_qkv", "alibi"}) {
+  for (const char* scheme : {"random_qkv", "learned_qkv", "alibi", "learned_qkv_forget"}) {
     Model<float> model(small_config(scheme), 2);
     const int B = 3, T = 130;
     std::vector<int> tokens(B * T), targets(B * T);

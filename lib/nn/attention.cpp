@@ -33,14 +33,19 @@ inline void rotate(R& a, R& b, R c, R s) {
 
 // The scores of one tile: S = scale Q_i K_j^T, ALiBi bias, causal mask on the
 // diagonal tile (-inf above it).
+// cum is this head's running sum of log forget gates (or null).
 template <class R>
-void tile_scores(MatR<R>& S, const CMap<R>& Q, const CMap<R>& K, R scale, int64_t i0, int64_t j0, double slope) {
+void tile_scores(MatR<R>& S, const CMap<R>& Q, const CMap<R>& K, R scale, int64_t i0, int64_t j0, double slope,
+                 const R* cum) {
   S.noalias() = Q * K.transpose();
   S *= scale;
   const int64_t rows = S.rows(), cols = S.cols();
   if (slope != 0)
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c) S(r, c) -= R(slope * double(i0 + r - (j0 + c)));
+  if (cum)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) S(r, c) += cum[i0 + r] - cum[j0 + c];
   if (j0 + cols - 1 > i0)
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = std::max<int64_t>(0, i0 + r - j0 + 1); c < cols; ++c)
@@ -159,13 +164,14 @@ void merge_heads_backward(R* d_o, double* dtheta, const R* dy, const R* y, const
 }
 
 template <class R>
-void attention_forward(R* o, R* lse, const R* q, const R* k, const R* v, const double* slopes, AttentionShape s) {
+void attention_forward(R* o, R* lse, const R* q, const R* k, const R* v, ScoreBias<R> bias, AttentionShape s) {
   const R scale = R(1) / std::sqrt(R(s.hd));
   const int64_t nt = tiles(s.T);
 #pragma omp parallel for schedule(dynamic)
   for (int64_t task = 0; task < int64_t(s.B) * s.H * nt; ++task) {
     const int64_t bh = task / nt, i0 = (task % nt) * kTile, rows = std::min<int64_t>(kTile, s.T - i0);
-    const double slope = slopes ? slopes[bh % s.H] : 0.0;
+    const double slope = bias.slopes ? bias.slopes[bh % s.H] : 0.0;
+    const R* cum = bias.cum ? bias.cum + bh * s.T : nullptr;
     const int64_t base = bh * s.T * s.hd;
     CMap<R> Q(q + base + i0 * s.hd, rows, s.hd);
     MatR<R> acc = MatR<R>::Zero(rows, s.hd), S, P;
@@ -174,7 +180,7 @@ void attention_forward(R* o, R* lse, const R* q, const R* k, const R* v, const d
       const int64_t cols = std::min<int64_t>(kTile, i0 + rows - j0);
       CMap<R> K(k + base + j0 * s.hd, cols, s.hd), V(v + base + j0 * s.hd, cols, s.hd);
       S.resize(rows, cols);
-      tile_scores(S, Q, K, scale, i0, j0, slope);
+      tile_scores(S, Q, K, scale, i0, j0, slope, cum);
       const VecR<R> m_new = m.cwiseMax(S.rowwise().maxCoeff());
       // Subtract in place first: exp of the broadcast expression itself falls
       // back to scalar expf, half the time of a long evaluation.
@@ -193,13 +199,14 @@ void attention_forward(R* o, R* lse, const R* q, const R* k, const R* v, const d
 }
 
 template <class R>
-void attention_backward(R* dq, R* dk, R* dv, const R* d_o, const R* o, const R* lse, const R* q, const R* k,
-                        const R* v, const double* slopes, AttentionShape s) {
+void attention_backward(R* dq, R* dk, R* dv, R* dcum, const R* d_o, const R* o, const R* lse, const R* q,
+                        const R* k, const R* v, ScoreBias<R> bias, AttentionShape s) {
   const R scale = R(1) / std::sqrt(R(s.hd));
   const int64_t nt = tiles(s.T);
 #pragma omp parallel for schedule(dynamic)
   for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
-    const double slope = slopes ? slopes[bh % s.H] : 0.0;
+    const double slope = bias.slopes ? bias.slopes[bh % s.H] : 0.0;
+    const R* cum = bias.cum ? bias.cum + bh * s.T : nullptr;
     const int64_t base = bh * s.T * s.hd;
     // D_i = dO_i . O_i, the softmax's row correction.
     VecR<R> D(s.T);
@@ -218,7 +225,7 @@ void attention_backward(R* dq, R* dk, R* dv, const R* d_o, const R* o, const R* 
         CMap<R> Q(q + base + i0 * s.hd, rows, s.hd), dO(d_o + base + i0 * s.hd, rows, s.hd);
         Eigen::Map<const VecR<R>> L(lse + bh * s.T + i0, rows);
         S.resize(rows, cols);
-        tile_scores(S, Q, K, scale, i0, j0, slope);
+        tile_scores(S, Q, K, scale, i0, j0, slope, cum);
         S.colwise() -= L;
         P = S.array().exp().matrix();
         zero_above_diagonal(P, i0, j0);
@@ -226,6 +233,11 @@ void attention_backward(R* dq, R* dk, R* dv, const R* d_o, const R* o, const R* 
         dP.noalias() = dO * V.transpose();
         // dS = P o (dP - D_i), then both products carry the score scale.
         P = P.cwiseProduct(dP.colwise() - D.segment(i0, rows));
+        // The bias cum_i - cum_j enters unscaled: row sums to i, column sums from j.
+        if (cum) {
+          Eigen::Map<VecR<R>>(dcum + bh * s.T + i0, rows) += P.rowwise().sum();
+          Eigen::Map<VecR<R>>(dcum + bh * s.T + j0, cols) -= P.colwise().sum().transpose();
+        }
         Map<R>(dq + base + i0 * s.hd, rows, s.hd).noalias() += scale * (P * K);
         dK.noalias() += scale * (P.transpose() * Q);
       }
@@ -239,9 +251,9 @@ void attention_backward(R* dq, R* dk, R* dv, const R* d_o, const R* o, const R* 
                                         const R*, bool, AttentionShape);                                        \
   template void merge_heads_forward<R>(R*, const R*, const R*, AttentionShape);                                 \
   template void merge_heads_backward<R>(R*, double*, const R*, const R*, const R*, AttentionShape);             \
-  template void attention_forward<R>(R*, R*, const R*, const R*, const R*, const double*, AttentionShape);      \
-  template void attention_backward<R>(R*, R*, R*, const R*, const R*, const R*, const R*, const R*, const R*,   \
-                                      const double*, AttentionShape);
+  template void attention_forward<R>(R*, R*, const R*, const R*, const R*, ScoreBias<R>, AttentionShape);      \
+  template void attention_backward<R>(R*, R*, R*, R*, const R*, const R*, const R*, const R*, const R*,         \
+                                      const R*, ScoreBias<R>, AttentionShape);
 ROUTELAB_ATTENTION(float)
 ROUTELAB_ATTENTION(double)
 #undef ROUTELAB_ATTENTION

@@ -34,12 +34,22 @@ void merge_heads_forward(R* y, const R* o, const R* cs, AttentionShape s);
 template <class R>
 void merge_heads_backward(R* d_o, double* dtheta, const R* dy, const R* y, const R* cs, AttentionShape s);
 
-// o = softmax(q k^T / sqrt(hd) + bias, causal) v, with bias -slope_h (i - j)
-// when slopes is given (ALiBi). lse (B, H, T) keeps each row's log-sum-exp.
+// Biases added to the scores (each optional): ALiBi's -slope_h (i - j), and
+// the forget gate's cum_i - cum_j with cum (B, H, T) the running sum of
+// log f_t (Forgetting Transformer).
 template <class R>
-void attention_forward(R* o, R* lse, const R* q, const R* k, const R* v, const double* slopes, AttentionShape s);
+struct ScoreBias {
+  const double* slopes = nullptr;
+  const R* cum = nullptr;
+};
+
+// o = softmax(q k^T / sqrt(hd) + bias, causal) v. lse (B, H, T) keeps each
+// row's log-sum-exp.
 template <class R>
-void attention_backward(R* dq, R* dk, R* dv, const R* d_o, const R* o, const R* lse, const R* q, const R* k,
-                        const R* v, const double* slopes, AttentionShape s);
+void attention_forward(R* o, R* lse, const R* q, const R* k, const R* v, ScoreBias<R> bias, AttentionShape s);
+// dcum (B, H, T) gets d loss / d cum when bias.cum is given.
+template <class R>
+void attention_backward(R* dq, R* dk, R* dv, R* dcum, const R* d_o, const R* o, const R* lse, const R* q,
+                        const R* k, const R* v, ScoreBias<R> bias, AttentionShape s);
 
 }  // namespace routelab::nn

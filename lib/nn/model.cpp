@@ -8,6 +8,7 @@
 #include <Eigen/Core>
 
 #include "nn/attention.h"
+#include "nn/forget_gate.h"
 #include "nn/layers.h"
 #include "nn/streams.h"
 #include "rng/stream.h"
@@ -21,7 +22,7 @@ const char* const kLayerTensors[] = {"ln1w", "ln1b", "qkvw", "qkvb", "attprojw",
 
 // Offsets of one layer's tensors in the parameter buffer.
 struct LayerParams {
-  std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb, angles;
+  std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb, angles, fgw, fgb;
 };
 
 std::size_t find_offset(const std::vector<ParamTensor>& ts, const std::string& name) {
@@ -34,14 +35,16 @@ LayerParams layer_params(const std::vector<ParamTensor>& ts, int l) {
   const std::string p = "layer" + std::to_string(l) + ".";
   auto o = [&](const char* n) { return find_offset(ts, p + n); };
   return {o("ln1w"), o("ln1b"),  o("qkvw"), o("qkvb"),    o("attprojw"), o("attprojb"), o("ln2w"),
-          o("ln2b"), o("fcw"),   o("fcb"),  o("fcprojw"), o("fcprojb"),  o("angles")};
+          o("ln2b"), o("fcw"),   o("fcb"),  o("fcprojw"), o("fcprojb"),  o("angles"), o("fgw"), o("fgb")};
 }
 
 }  // namespace
 
 std::vector<ParamTensor> param_layout(const ModelConfig& m) {
   const std::size_t C = m.d_model, V = m.vocab, F = std::size_t(m.mlp_ratio) * C;
-  const bool learned = find_scheme(m.scheme) && find_scheme(m.scheme)->angles == AngleKind::learned;
+  const SchemeInfo* scheme = find_scheme(m.scheme);
+  const bool learned = scheme && scheme->angles == AngleKind::learned;
+  const bool forget = scheme && scheme->forget;
   std::vector<ParamTensor> ts;
   std::size_t at = 0;
   auto add = [&](std::string name, std::size_t size, bool decay) {
@@ -55,6 +58,8 @@ std::vector<ParamTensor> param_layout(const ModelConfig& m) {
     for (int i = 0; i < 12; ++i) add(p + kLayerTensors[i], sizes[i], i == 2 || i == 4 || i == 8 || i == 10);
     // The angle table is not decayed: decay would pull it towards no position.
     if (learned) add(p + "angles", 256 * std::size_t(m.head_dim() / 2), false);
+    // The forget gate's projection (heads x C) and bias (0 at start: f = 1/2).
+    if (forget) add(p + "fgw", std::size_t(m.heads) * C, true), add(p + "fgb", std::size_t(m.heads), false);
   }
   add("lnfw", C, false);
   add("lnfb", C, false);
@@ -67,7 +72,7 @@ template <class R>
 struct Model<R>::Arena {
   struct Layer {
     R *ln1, *ln1_mean, *ln1_rstd, *qkv, *q, *k, *v, *o, *lse, *atty, *attproj, *res2, *ln2, *ln2_mean, *ln2_rstd,
-        *fch, *fch_gelu, *fcproj, *res3, *cs;
+        *fch, *fch_gelu, *fcproj, *res3, *cs, *fz, *cum;
   };
   int B = 0, T = 0;
   bool shared = false;
@@ -105,6 +110,7 @@ struct Model<R>::Arena {
         place(L.ln2, N * C, assign), place(L.ln2_mean, N, assign), place(L.ln2_rstd, N, assign);
         place(L.fch, N * F, assign), place(L.fch_gelu, N * F, assign), place(L.fcproj, N * C, assign);
         place(L.res3, N * C, assign), place(L.cs, N * nb * 2, assign);
+        place(L.fz, N * m.heads, assign), place(L.cum, N * m.heads, assign);
       }
     }
   }
@@ -177,6 +183,10 @@ double Model<R>::forward(const int* tokens, const int* targets, int B, int T, ui
     auto& L = a.layers[l];
     layernorm_forward(L.ln1, L.ln1_mean, L.ln1_rstd, residual, P + lp.ln1w, P + lp.ln1b, N, int(C));
     matmul_forward(L.qkv, L.ln1, P + lp.qkvw, P + lp.qkvb, N, int(C), int(3 * C));
+    if (scheme_.forget) {
+      matmul_forward(L.fz, L.ln1, P + lp.fgw, P + lp.fgb, N, int(C), m.heads);
+      forget_gate_forward(L.cum, L.fz, B, T, m.heads);
+    }
     if (rotary) {
       angles_->angles(theta_.data(), tokens, B, T, l, pass, lp.angles == std::size_t(-1) ? nullptr : P + lp.angles);
       for (std::size_t i = 0; i < theta_.size(); ++i) {
@@ -186,7 +196,7 @@ double Model<R>::forward(const int* tokens, const int* targets, int B, int T, ui
     }
     const R* cs = rotary ? L.cs : nullptr;
     split_heads_forward(L.q, L.k, L.v, L.qkv, cs, scheme_.values, shape);
-    attention_forward(L.o, L.lse, L.q, L.k, L.v, slopes_.empty() ? nullptr : slopes_.data(), shape);
+    attention_forward(L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
     merge_heads_forward(L.atty, L.o, scheme_.values ? cs : nullptr, shape);
     matmul_forward(L.attproj, L.atty, P + lp.attprojw, P + lp.attprojb, N, int(C), int(C));
     residual_forward(L.res2, residual, L.attproj, N * C);
@@ -252,8 +262,11 @@ void Model<R>::backward() {
                     int(C));
     if (dtheta) std::fill(dtheta_.begin(), dtheta_.end(), 0.0);
     merge_heads_backward(D.o, dtheta, D.atty, L.atty, scheme_.values ? cs : nullptr, shape);
-    attention_backward(D.q, D.k, D.v, D.o, L.o, L.lse, L.q, L.k, L.v, slopes_.empty() ? nullptr : slopes_.data(),
-                       shape);
+    attention_backward(D.q, D.k, D.v, D.cum, D.o, L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
+    if (scheme_.forget) {
+      forget_gate_backward(D.fz, D.cum, L.fz, B, T, m.heads);
+      matmul_backward(D.ln1, G + lp.fgw, G + lp.fgb, D.fz, L.ln1, P + lp.fgw, N, int(C), m.heads);
+    }
     split_heads_backward(D.qkv, dtheta, D.q, D.k, D.v, L.q, L.k, L.v, cs, scheme_.values, shape);
     if (dtheta) angles_->angles_backward(G + lp.angles, dtheta, tokens, B, T);
     matmul_backward(D.ln1, G + lp.qkvw, G + lp.qkvb, D.qkv, L.ln1, P + lp.qkvw, N, int(C), int(3 * C));
@@ -261,6 +274,11 @@ void Model<R>::backward() {
                        N, int(C));
   }
   encoder_backward(G + wte, g.encoded, tokens, N, int(C));
+}
+
+template <class R>
+ScoreBias<R> Model<R>::score_bias(const R* cum) const {
+  return {slopes_.empty() ? nullptr : slopes_.data(), scheme_.forget ? cum : nullptr};
 }
 
 template <class R>

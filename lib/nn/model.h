@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/attention.h"
 #include "nn/config.h"
 #include "nn/scheme.h"
 
@@ -55,6 +56,7 @@ class Model {
 
  private:
   struct Arena;
+  ScoreBias<R> score_bias(const R* cum) const;
   ModelConfig config_;
   uint64_t seed_;
   SchemeInfo scheme_;

@@ -14,6 +14,9 @@ const std::vector<SchemeInfo>& all_schemes() {
       {"rope_qkv", AngleKind::rope, true, false},      {"random_qk", AngleKind::random, false, false},
       {"random_qkv", AngleKind::random, true, false},  {"learned_qk", AngleKind::learned, false, false},
       {"learned_qkv", AngleKind::learned, true, false}, {"alibi", AngleKind::none, false, true},
+      {"learned_qkv_alibi", AngleKind::learned, true, true},
+      {"random_qkv_alibi", AngleKind::random, true, true},
+      {"learned_qkv_forget", AngleKind::learned, true, false, true},
   };
   return s;
 }

@@ -6,6 +6,10 @@
 //   learned_qk/_qkv      theta_t = running sum of table[x_s][b] over s <= t,
 //                        one learned 256 x d_head/2 table per layer
 //   alibi                a bias -m_h (i - j) on the scores, standard slopes
+//   learned_qkv_alibi,   accumulated rotation plus ALiBi's biases (far-mass
+//   random_qkv_alibi     control by distance)
+//   learned_qkv_forget   accumulated rotation plus a forget gate's bias
+//                        (far-mass control by the data; nn/forget_gate.h)
 // The rotary schemes rotate q and k by theta; the _qkv ones (and rope_qkv)
 // also rotate value j by +theta_j and the weighted sum for query i by
 // -theta_i, so values travel by the same route as scores.
@@ -29,6 +33,7 @@ struct SchemeInfo {
   AngleKind angles;
   bool values;  // values are transported too (QKV)
   bool alibi;
+  bool forget = false;  // a data-dependent forget gate biases the scores
 };
 
 const std::vector<SchemeInfo>& all_schemes();
