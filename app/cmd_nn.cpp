@@ -17,6 +17,7 @@
 #include "app/commands.h"
 #include "nn/config.h"
 #include "nn/experiment.h"
+#include "nn/passkey.h"
 #include "nn/train.h"
 
 namespace routelab {
@@ -83,6 +84,30 @@ int cmd_eval(const std::vector<std::string>& args) {
   if (out.empty()) out = (fs::path(run) / "eval.csv").string();
   const std::string rows = nn::evaluate_run(run, lengths, out, !quiet);
   std::fputs((nn::eval_csv_header() + rows).c_str(), stdout);
+  return 0;
+}
+
+int cmd_passkey(const std::vector<std::string>& args) {
+  CLI::App app{"passkey retrieval: a key planted at each depth of each window length, asked for at the end",
+               "routelab passkey"};
+  std::string run, lengths = "1x,2x,4x,8x,16x,32x,64x", out;
+  std::vector<double> depths = {0, 0.25, 0.5, 0.75, 1};
+  int trials = 20, threads = 0;
+  long long seed = 1;
+  bool quiet = false;
+  app.add_option("--run", run, "run directory written by routelab train")->required();
+  app.add_option("--lengths", lengths, "window lengths: multiples of the training length (4x) or integers");
+  app.add_option("--depths", depths, "where the key sits, as fractions of the filler (0 = start, 1 = end)")
+      ->delimiter(',');
+  app.add_option("--trials", trials, "keys per length and depth")->check(CLI::Range(1, 100000));
+  app.add_option("--seed", seed, "draws the keys and the filler offsets")->check(CLI::NonNegativeNumber);
+  app.add_option("--out", out, "CSV (default RUN/passkey.csv)");
+  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
+  app.add_flag("--quiet", quiet, "no progress lines");
+  if (int s = parse(app, args, "passkey"); s >= 0) return s;
+  set_threads(threads);
+  if (out.empty()) out = (fs::path(run) / "passkey.csv").string();
+  std::fputs(nn::passkey_run(run, lengths, depths, trials, uint64_t(seed), out, !quiet).c_str(), stdout);
   return 0;
 }
 

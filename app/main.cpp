@@ -7,6 +7,7 @@
 //   routelab corpus prepare --from PKG --out DIR   the Brown corpus
 //   routelab train --config FILE [--out RUN] [--resume]
 //   routelab eval --run RUN --lengths 1x,...,64x
+//   routelab passkey --run RUN --lengths ... --depths ...   retrieval accuracy
 //   routelab experiment FILE.toml          every scheme and seed, CSV, figure
 // Under mpirun, every rank computes its share of each sample stream and rank 0
 // writes.
@@ -106,6 +107,7 @@ int run(int argc, char** argv) {
       if (args[0] == "corpus") return cmd_corpus(rest);
       if (args[0] == "train") return cmd_train(rest);
       if (args[0] == "eval") return cmd_eval(rest);
+      if (args[0] == "passkey") return cmd_passkey(rest);
       if (args[0] == "experiment") return cmd_experiment(rest);
     }
 
@@ -127,6 +129,7 @@ int run(int argc, char** argv) {
     app.add_subcommand("corpus", "prepare the Brown corpus (routelab corpus prepare --help)");
     app.add_subcommand("train", "train a transformer from a TOML config (routelab train --help)");
     app.add_subcommand("eval", "evaluate a trained run far past its length (routelab eval --help)");
+    app.add_subcommand("passkey", "passkey retrieval against length and depth (routelab passkey --help)");
     app.add_subcommand("experiment", "train, evaluate and plot every scheme and seed (routelab experiment --help)");
     auto* merge = app.add_subcommand("merge", "combine the partial CSVs of --shard K/N runs into one file");
     std::vector<std::string> partials;

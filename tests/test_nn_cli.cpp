@@ -132,6 +132,20 @@ void expect_refusal(const CliResult& r, const std::string& says) {
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
+TEST(nn_cli, passkey_writes_one_row_per_length_and_depth) {
+  TempDir tmp;
+  spit(tmp / "c.toml", tiny_config("learned_qkv_forget", 10, 10));
+  ASSERT_EQ(run_routelab("train --config c.toml --out run --quiet", tmp.path, tmp.path).status, 0);
+  const auto r = run_routelab("passkey --run run --lengths 8x,128 --depths 0,1 --trials 3 --quiet", tmp.path, tmp.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
+            "scheme,seed,train_len,eval_len,depth,trials,accuracy,digit_accuracy,key_bits_per_byte");
+  EXPECT_EQ(count_lines(r.out), 1 + 2 * 2);
+  EXPECT_EQ(slurp(tmp / "run/passkey.csv"), r.out);
+  expect_refusal(run_routelab("passkey --run run --lengths 1x", tmp.path, tmp.path), "too short for a passkey");
+  expect_refusal(run_routelab("passkey --run run --lengths 128 --depths 2", tmp.path, tmp.path), "[0, 1]");
+}
+
 TEST(nn_cli, bad_configs_are_refused_before_any_file_is_written) {
   TempDir tmp;
   const std::pair<std::string, std::string> cases[] = {

@@ -18,6 +18,7 @@
 #include "nn/config.h"
 #include "nn/eval.h"
 #include "nn/model.h"
+#include "nn/passkey.h"
 #include "nn/scheme.h"
 #include "nn/train.h"
 #include "rng/stream.h"
@@ -294,6 +295,32 @@ TEST(nn_config, refuses_what_no_model_can_be) {
 TEST(nn_config, round_trips_through_its_own_toml) {
   RunConfig c = parse_text("[model]\nscheme = \"learned_qkv\"\nangle_scale = 0.25\n[train]\nseed = 7\n");
   EXPECT_EQ(parse_text(to_toml(c)), c);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(nn_passkey, the_key_sits_at_its_depth_and_is_asked_for_at_the_end) {
+  std::vector<uint8_t> text(5000);
+  for (std::size_t i = 0; i < text.size(); ++i) text[i] = uint8_t('a' + i % 26);
+  for (double depth : {0.0, 0.5, 1.0}) {
+    const auto s = routelab::nn::passkey_sample(text, 300, depth, 4, 7);
+    ASSERT_EQ(s.size(), 301u);
+    const std::string str(s.begin(), s.end());
+    const std::string key = str.substr(str.size() - 5);
+    for (char c : key) EXPECT_TRUE(c >= '0' && c <= '9') << str;
+    const auto needle = str.find(" The pass key is " + key + ". Remember it. ");
+    ASSERT_NE(needle, std::string::npos) << str;
+    const auto question = str.rfind(" What is the pass key? The pass key is " + key);
+    EXPECT_EQ(question + 44, str.size());
+    // Depth is the share of filler before the needle.
+    const double filler = double(question) - 37;  // the needle is 37 bytes
+    EXPECT_NEAR(double(needle) / filler, depth, 0.01) << str;
+    EXPECT_EQ(s, routelab::nn::passkey_sample(text, 300, depth, 4, 7));
+    EXPECT_NE(s, routelab::nn::passkey_sample(text, 300, depth, 4, 8));
+  }
+  EXPECT_THROW(routelab::nn::passkey_sample(text, 60, 0.5, 4, 7), std::invalid_argument);
 }
 
 }  // namespace

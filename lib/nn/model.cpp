@@ -287,6 +287,11 @@ const R* Model<R>::losses() const {
 }
 
 template <class R>
+const R* Model<R>::logits() const {
+  return acts_->logits;
+}
+
+template <class R>
 std::size_t Model<R>::arena_floats() const {
   return acts_->mem.size();
 }

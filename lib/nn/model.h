@@ -50,6 +50,8 @@ class Model {
   void backward();
   // Per-position losses (nats) of the last forward, B x T.
   const R* losses() const;
+  // Logits of the last forward, B x T x vocab.
+  const R* logits() const;
   // Floats held by the activation arena of the last forward (memory grows
   // linearly in B x T; evaluation shares one buffer set across layers).
   std::size_t arena_floats() const;

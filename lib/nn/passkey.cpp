@@ -1,0 +1,153 @@
+#include "nn/passkey.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/core.h>
+
+#include "data/brown.h"
+#include "io/table.h"
+#include "nn/checkpoint.h"
+#include "nn/eval.h"
+#include "nn/experiment.h"
+#include "nn/train.h"
+#include "rng/stream.h"
+
+namespace routelab::nn {
+
+namespace {
+
+constexpr int kDigits = 5;
+const std::string kNeedle = " The pass key is {}. Remember it. ";
+const std::string kQuestion = " What is the pass key? The pass key is {}";
+// Random angles of passkey passes: apart from training and evaluation.
+constexpr uint64_t kPasskeyPass = uint64_t(1) << 37;
+constexpr uint64_t kPasskeyStream = uint64_t(1) << 61;
+
+}  // namespace
+
+int64_t passkey_min_length() {
+  return int64_t(kNeedle.size() + kQuestion.size()) - 4 + 2 * kDigits + 16;
+}
+
+std::vector<uint8_t> passkey_sample(const std::vector<uint8_t>& text, int64_t L, double depth, uint64_t seed,
+                                    uint64_t trial) {
+  Stream s(seed, kPasskeyStream | trial);
+  std::string key;
+  for (int d = 0; d < kDigits; ++d) key += char('0' + s.below(10));
+  const std::string needle = fmt::format(fmt::runtime(kNeedle), key);
+  const std::string question = fmt::format(fmt::runtime(kQuestion), key);
+  const int64_t filler = L + 1 - int64_t(needle.size() + question.size());
+  if (filler < 16) throw std::invalid_argument(fmt::format("passkey needs windows of at least {} bytes", passkey_min_length()));
+  if (int64_t(text.size()) <= filler) throw std::invalid_argument("the filler text is shorter than the window");
+  const uint64_t off = s.below(uint64_t(int64_t(text.size()) - filler));
+  const int64_t at = std::llround(depth * double(filler));
+  std::vector<uint8_t> out;
+  out.reserve(std::size_t(L) + 1);
+  out.insert(out.end(), text.begin() + off, text.begin() + off + at);
+  out.insert(out.end(), needle.begin(), needle.end());
+  out.insert(out.end(), text.begin() + off + at, text.begin() + off + filler);
+  out.insert(out.end(), question.begin(), question.end());
+  return out;
+}
+
+PasskeyResult passkey_eval(Model<float>& model, const std::vector<uint8_t>& text, int64_t L, double depth, int trials,
+                           uint64_t seed) {
+  PasskeyResult r;
+  r.eval_len = L;
+  r.depth = depth;
+  r.trials = trials;
+  const int V = model.config().vocab;
+  const int batch = eval_batch(L);
+  std::vector<int> tokens, targets;
+  int all_right = 0, digits_right = 0;
+  double nats = 0;
+  for (int t0 = 0, pass = 0; t0 < trials; t0 += batch, ++pass) {
+    const int B = std::min(batch, trials - t0);
+    tokens.resize(std::size_t(B) * L);
+    targets.resize(tokens.size());
+    for (int b = 0; b < B; ++b) {
+      const auto sample = passkey_sample(text, L, depth, seed, uint64_t(t0 + b));
+      for (int64_t t = 0; t < L; ++t) {
+        tokens[b * L + t] = sample[t];
+        targets[b * L + t] = sample[t + 1];
+      }
+    }
+    model.forward(tokens.data(), targets.data(), B, int(L), kPasskeyPass + uint64_t(pass), false);
+    const float* logits = model.logits();
+    const float* losses = model.losses();
+    for (int b = 0; b < B; ++b) {
+      int right = 0;
+      for (int64_t t = L - kDigits; t < L; ++t) {
+        const float* l = logits + (b * L + t) * V;
+        right += int(std::max_element(l, l + V) - l) == targets[b * L + t];
+        nats += losses[b * L + t];
+      }
+      digits_right += right;
+      all_right += right == kDigits;
+    }
+  }
+  r.accuracy = double(all_right) / trials;
+  r.digit_accuracy = double(digits_right) / (double(trials) * kDigits);
+  r.key_bits = nats / (double(trials) * kDigits) / std::log(2.0);
+  return r;
+}
+
+std::string passkey_run(const std::string& run_dir, const std::string& lengths_text, const std::vector<double>& depths,
+                        int trials, uint64_t seed, const std::string& out_csv, bool progress) {
+  const auto start = std::chrono::steady_clock::now();
+  const RunConfig c = load_run_dir_config(run_dir);
+  std::vector<int64_t> lengths;
+  try {
+    lengths = parse_lengths(lengths_text, c.model.context);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(std::string("--lengths: ") + e.what());
+  }
+  for (int64_t L : lengths)
+    if (L < passkey_min_length())
+      throw ConfigError(fmt::format("--lengths: {} is too short for a passkey window; accepted: at least {}", L,
+                                    passkey_min_length()));
+  for (double d : depths)
+    if (!(d >= 0 && d <= 1)) throw ConfigError("--depths: each depth must be a fraction in [0, 1]");
+  if (!std::filesystem::exists(checkpoint_path(run_dir)))
+    throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", run_dir));
+  const Checkpoint ck = load_checkpoint(checkpoint_path(run_dir));
+  require_same_config(ck, c, checkpoint_path(run_dir));
+  const data::Corpus corpus = data::load_corpus(c.corpus);
+  Model<float> model(c.model, c.train.seed);
+  model.params = ck.params;
+  std::string rows;
+  for (int64_t L : lengths)
+    for (double d : depths) {
+      const PasskeyResult r = passkey_eval(model, corpus.val, L, d, trials, seed);
+      rows += fmt::format("{},{},{},{},{},{},{},{},{}\n", c.model.scheme, c.train.seed, c.model.context, L,
+                          format_number(d), trials, format_number(r.accuracy), format_number(r.digit_accuracy),
+                          format_number(r.key_bits));
+      if (progress)
+        fmt::print(stderr, "passkey {} L={} depth={}: {:.2f} retrieved, {:.2f} of digits\n", run_dir, L, d,
+                   r.accuracy, r.digit_accuracy);
+    }
+  const std::string csv =
+      "scheme,seed,train_len,eval_len,depth,trials,accuracy,digit_accuracy,key_bits_per_byte\n" + rows;
+  write_file_atomic(out_csv, csv);
+  write_sidecar(out_csv,
+                {{"command", "passkey"},
+                 {"run", run_dir},
+                 {"checkpoint_step", ck.step},
+                 {"config", to_json(c)},
+                 {"trials", trials},
+                 {"seed", seed},
+                 {"protocol",
+                  {{"needle", kNeedle},
+                   {"question", kQuestion},
+                   {"digits", kDigits},
+                   {"filler", "a uniform slice of the validation stream per trial"},
+                   {"depth", "fraction of the filler before the needle"},
+                   {"scoring", "teacher forced: the key's digits after the question; retrieved = every digit top-1"}}}},
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return csv;
+}
+
+}  // namespace routelab::nn

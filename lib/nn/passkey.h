@@ -1,0 +1,44 @@
+// Passkey retrieval: a five-digit key planted at a chosen depth of a window
+// of validation text, asked for at the window's end. The key's digits in the
+// answer are teacher forced, so one forward pass scores them all: a trial
+// counts as retrieved when every digit is the model's top prediction.
+//   ... filler ... The pass key is 48213. Remember it. ... filler ...
+//   What is the pass key? The pass key is 48213
+// depth 0 puts the needle at the window's start, 1 just before the question.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nn/model.h"
+
+namespace routelab::nn {
+
+struct PasskeyResult {
+  int64_t eval_len = 0;
+  double depth = 0;
+  int trials = 0;
+  double accuracy = 0;        // all digits right
+  double digit_accuracy = 0;  // digits right
+  double key_bits = 0;        // mean -log2 p(digit) over the asked digits
+};
+
+// The shortest window that holds needle, question and some filler.
+int64_t passkey_min_length();
+
+// One trial's bytes: L + 1 of them (inputs are the first L, targets the last
+// L); the key's digits are the last five bytes. Filler comes from `text`.
+std::vector<uint8_t> passkey_sample(const std::vector<uint8_t>& text, int64_t L, double depth, uint64_t seed,
+                                    uint64_t trial);
+
+PasskeyResult passkey_eval(Model<float>& model, const std::vector<uint8_t>& text, int64_t L, double depth, int trials,
+                           uint64_t seed);
+
+// Runs every length x depth for a trained run; writes FILE (columns scheme,
+// seed, train_len, eval_len, depth, trials, accuracy, digit_accuracy,
+// key_bits_per_byte) and its sidecar. Returns the CSV text.
+std::string passkey_run(const std::string& run_dir, const std::string& lengths, const std::vector<double>& depths,
+                        int trials, uint64_t seed, const std::string& out_csv, bool progress);
+
+}  // namespace routelab::nn
