@@ -110,13 +110,14 @@ TEST(nn_cli, eval_writes_bits_per_byte_positions_and_protocol) {
 
 TEST(nn_cli, quick_experiment_gathers_every_scheme_and_length) {
   TempDir tmp;
-  spit(tmp / "e.toml", "[experiment]\nschemes = [\"rope\", \"alibi\"]\nseeds = [1, 2]\nlengths = \"1x,2x\"\n"
-                       "out = \"runs\"\ncsv = \"out/x.csv\"\n" +
+  spit(tmp / "e.toml", "[experiment]\nschemes = [\"rope\", \"alibi\"]\nseeds = [1, 2]\nlengths = \"8x,16x\"\n"
+                       "out = \"runs\"\ncsv = \"out/x.csv\"\npasskey_trials = 2\npasskey_depths = [0.5]\n" +
                            tiny_config("nope", 10, 5));
   const auto r = run_routelab("experiment e.toml --no-plot --quiet", tmp.path, tmp.path);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count_lines(slurp(tmp / "out/x.csv")), 1 + 2 * 2 * 2);
   EXPECT_TRUE(fs::exists(tmp / "out/x-positions.csv"));
+  EXPECT_EQ(count_lines(slurp(tmp / "out/x-passkey.csv")), 1 + 2 * 2 * 2);
   EXPECT_TRUE(fs::exists(tmp / "runs/alibi-s2/checkpoint.bin"));
   // A second call finds everything done and gives the same CSV.
   const std::string first = slurp(tmp / "out/x.csv");

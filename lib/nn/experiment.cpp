@@ -13,6 +13,7 @@
 #include "nn/checkpoint.h"
 #include "nn/eval.h"
 #include "nn/model.h"
+#include "nn/passkey.h"
 #include "nn/train.h"
 
 namespace routelab::nn {
@@ -69,22 +70,48 @@ ExperimentConfig load_experiment_config(const std::string& path) {
           throw ConfigError(fmt::format("{}: [experiment] seeds must be non-negative integers", path));
         e.seeds.push_back(uint64_t(*seed));
       }
+    } else if (key == "passkey_trials") {
+      const auto n = v.value_exact<int64_t>();
+      if (!n || *n < 0 || *n > 100000)
+        throw ConfigError(fmt::format("{}: [experiment] passkey_trials must be an integer in [0, 100000]", path));
+      e.passkey_trials = int(*n);
+    } else if (key == "passkey_depths") {
+      const toml::array* a = v.as_array();
+      e.passkey_depths.clear();
+      if (a)
+        for (const auto& d : *a) {
+          const auto x = d.value<double>();
+          if (!x || *x < 0 || *x > 1) a = nullptr;
+          if (!a) break;
+          e.passkey_depths.push_back(*x);
+        }
+      if (!a || e.passkey_depths.empty())
+        throw ConfigError(fmt::format("{}: [experiment] passkey_depths must be a list of fractions in [0, 1]", path));
     } else if (key == "lengths" || key == "out" || key == "csv") {
       const auto s = v.value_exact<std::string>();
       if (!s) throw ConfigError(fmt::format("{}: [experiment] {} must be text", path, key));
       (key == "lengths" ? e.lengths : key == "out" ? e.out : e.csv) = *s;
     } else {
       throw ConfigError(
-          fmt::format("{}: unknown key [experiment] {}; accepted: schemes, seeds, lengths, out, csv", path, key));
+          fmt::format("{}: unknown key [experiment] {}; accepted: schemes, seeds, lengths, out, csv, "
+                      "passkey_trials, passkey_depths",
+                      path, key));
     }
   }
   if (e.schemes.empty() || e.seeds.empty() || e.out.empty() || e.csv.empty())
     throw ConfigError(fmt::format("{}: [experiment] needs schemes, seeds, out and csv", path));
+  std::vector<int64_t> lengths;
   try {
-    parse_lengths(e.lengths, e.base.model.context);
+    lengths = parse_lengths(e.lengths, e.base.model.context);
   } catch (const std::invalid_argument& err) {
     throw ConfigError(fmt::format("{}: [experiment] lengths: {}", path, err.what()));
   }
+  if (e.passkey_trials > 0)
+    for (int64_t L : lengths)
+      if (L < passkey_min_length())
+        throw ConfigError(fmt::format("{}: [experiment] lengths: {} is too short for passkey windows (at least {}); "
+                                      "set passkey_trials = 0 or lengthen",
+                                      path, L, passkey_min_length()));
   for (const auto& s : e.schemes) {
     RunConfig c = e.base;
     c.model.scheme = s;
@@ -96,10 +123,14 @@ ExperimentConfig load_experiment_config(const std::string& path) {
 std::string eval_csv_header() { return "scheme,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n"; }
 std::string positions_csv_header() { return "scheme,seed,train_len,eval_len,pos_lo,pos_hi,tokens,bits_per_byte\n"; }
 
-std::string positions_path(const std::string& eval_csv) {
-  const std::string stem = eval_csv.ends_with(".csv") ? eval_csv.substr(0, eval_csv.size() - 4) : eval_csv;
-  return stem + "-positions.csv";
+namespace {
+std::string with_suffix(const std::string& csv, const std::string& suffix) {
+  return (csv.ends_with(".csv") ? csv.substr(0, csv.size() - 4) : csv) + suffix;
 }
+}  // namespace
+
+std::string positions_path(const std::string& eval_csv) { return with_suffix(eval_csv, "-positions.csv"); }
+std::string passkey_path(const std::string& eval_csv) { return with_suffix(eval_csv, "-passkey.csv"); }
 
 std::string evaluate_run(const std::string& run_dir, const std::string& lengths_text, const std::string& eval_csv,
                          bool progress) {
@@ -159,7 +190,7 @@ std::string evaluate_run(const std::string& run_dir, const std::string& lengths_
 
 void run_experiment(const ExperimentConfig& e, bool progress) {
   const auto start = std::chrono::steady_clock::now();
-  std::string rows, pos_rows;
+  std::string rows, pos_rows, passkey_rows;
   nlohmann::json runs = nlohmann::json::array();
   // Seeds outermost: an experiment stopped early has every scheme at the
   // first seeds rather than every seed of the first schemes.
@@ -192,11 +223,23 @@ void run_experiment(const ExperimentConfig& e, bool progress) {
       }
       rows += body(slurp(eval_csv));
       pos_rows += body(slurp(positions_path(eval_csv)));
+      if (e.passkey_trials > 0) {
+        const std::string pk = (fs::path(dir) / "passkey.csv").string();
+        // Kept only when it asked the same questions.
+        const auto side = nlohmann::json::parse(slurp(pk + ".json"), nullptr, false);
+        const bool same = !side.is_discarded() && side.value("trials", 0) == e.passkey_trials &&
+                          side.value("lengths_text", "") == e.lengths && side.contains("depths") &&
+                          side["depths"].get<std::vector<double>>() == e.passkey_depths;
+        if (!trained || !same) passkey_run(dir, e.lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress);
+        passkey_rows += body(slurp(pk));
+      }
       runs.push_back({{"run", dir}, {"train_seconds_this_call", train_s}});
     }
   const fs::path csv_dir = fs::path(e.csv).parent_path();
   if (!csv_dir.empty()) fs::create_directories(csv_dir);
   write_file_atomic(positions_path(e.csv), positions_csv_header() + pos_rows);
+  if (e.passkey_trials > 0)
+    write_file_atomic(passkey_path(e.csv), passkey_csv_header() + passkey_rows);
   write_file_atomic(e.csv, eval_csv_header() + rows);
   nlohmann::json cfg = {{"command", "experiment"}, {"config", to_json(e.base)}, {"schemes", e.schemes},
                         {"seeds", e.seeds},         {"lengths", e.lengths},      {"runs", runs}};

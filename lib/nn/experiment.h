@@ -2,7 +2,8 @@
 // evaluate each far past it, gather one CSV. Read from TOML: the run tables
 // ([model], [train], [data]) as for `routelab train`, plus
 //   [experiment] schemes = [...], seeds = [...], lengths = "1x,...",
-//                out = run directories' parent, csv = the combined CSV
+//                out = run directories' parent, csv = the combined CSV,
+//                passkey_trials (0: none), passkey_depths = [...]
 // Each run lives in out/<scheme>-s<seed> and resumes where it stopped, so an
 // interrupted experiment picks up where it was.
 #pragma once
@@ -20,6 +21,8 @@ struct ExperimentConfig {
   std::vector<uint64_t> seeds;
   std::string lengths = "1x,2x,4x,8x,16x,32x,64x";
   std::string out, csv;
+  int passkey_trials = 0;  // keys per length and depth; 0 skips passkey retrieval
+  std::vector<double> passkey_depths = {0, 0.25, 0.5, 0.75, 1};
 };
 
 ExperimentConfig load_experiment_config(const std::string& path);
@@ -27,8 +30,9 @@ ExperimentConfig load_experiment_config(const std::string& path);
 // The eval CSV's columns, shared by `routelab eval` and experiments.
 std::string eval_csv_header();
 std::string positions_csv_header();
-// FILE.csv -> FILE-positions.csv
+// FILE.csv -> FILE-positions.csv, FILE-passkey.csv
 std::string positions_path(const std::string& eval_csv);
+std::string passkey_path(const std::string& eval_csv);
 
 // Evaluates a trained run at `lengths`, writing eval_csv, its -positions CSV
 // and the sidecar. Returns the rows written (without header).

@@ -28,6 +28,10 @@ constexpr uint64_t kPasskeyStream = uint64_t(1) << 61;
 
 }  // namespace
 
+std::string passkey_csv_header() {
+  return "scheme,seed,train_len,eval_len,depth,trials,accuracy,digit_accuracy,key_bits_per_byte\n";
+}
+
 int64_t passkey_min_length() {
   return int64_t(kNeedle.size() + kQuestion.size()) - 4 + 2 * kDigits + 16;
 }
@@ -129,8 +133,7 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
         fmt::print(stderr, "passkey {} L={} depth={}: {:.2f} retrieved, {:.2f} of digits\n", run_dir, L, d,
                    r.accuracy, r.digit_accuracy);
     }
-  const std::string csv =
-      "scheme,seed,train_len,eval_len,depth,trials,accuracy,digit_accuracy,key_bits_per_byte\n" + rows;
+  const std::string csv = passkey_csv_header() + rows;
   write_file_atomic(out_csv, csv);
   write_sidecar(out_csv,
                 {{"command", "passkey"},
@@ -138,6 +141,8 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
                  {"checkpoint_step", ck.step},
                  {"config", to_json(c)},
                  {"trials", trials},
+                 {"depths", depths},
+                 {"lengths_text", lengths_text},
                  {"seed", seed},
                  {"protocol",
                   {{"needle", kNeedle},

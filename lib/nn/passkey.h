@@ -35,6 +35,8 @@ std::vector<uint8_t> passkey_sample(const std::vector<uint8_t>& text, int64_t L,
 PasskeyResult passkey_eval(Model<float>& model, const std::vector<uint8_t>& text, int64_t L, double depth, int trials,
                            uint64_t seed);
 
+std::string passkey_csv_header();
+
 // Runs every length x depth for a trained run; writes FILE (columns scheme,
 // seed, train_len, eval_len, depth, trials, accuracy, digit_accuracy,
 // key_bits_per_byte) and its sidecar. Returns the CSV text.
