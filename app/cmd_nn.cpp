@@ -26,22 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// CLI11 parse with routelab's refusal format; returns -1 to go on.
-int parse(CLI::App& app, const std::vector<std::string>& args, const char* name) {
-  try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::string msg = e.what();
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    std::fprintf(stderr, "routelab: %s: %s (see routelab %s --help)\n", name, msg.c_str(), name);
-    return 2;
-  }
-  return -1;
-}
-
 void set_threads(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
 }
@@ -58,7 +42,7 @@ int cmd_train(const std::vector<std::string>& args) {
   app.add_flag("--resume", resume, "continue the run in --out from its last checkpoint");
   app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
   app.add_flag("--quiet", quiet, "no progress line");
-  if (int s = parse(app, args, "train"); s >= 0) return s;
+  if (int s = parse_subcommand(app, args, "train"); s >= 0) return s;
   set_threads(threads);
   const nn::RunConfig c = nn::load_run_config(config);
   if (out.empty()) out = (fs::path("runs") / fs::path(config).stem()).string();
@@ -79,7 +63,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   app.add_option("--out", out, "CSV (default RUN/eval.csv); positions go to FILE-positions.csv");
   app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
   app.add_flag("--quiet", quiet, "no progress lines");
-  if (int s = parse(app, args, "eval"); s >= 0) return s;
+  if (int s = parse_subcommand(app, args, "eval"); s >= 0) return s;
   set_threads(threads);
   if (out.empty()) out = (fs::path(run) / "eval.csv").string();
   const std::string rows = nn::evaluate_run(run, lengths, out, !quiet);
@@ -104,7 +88,7 @@ int cmd_passkey(const std::vector<std::string>& args) {
   app.add_option("--out", out, "CSV (default RUN/passkey.csv)");
   app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
   app.add_flag("--quiet", quiet, "no progress lines");
-  if (int s = parse(app, args, "passkey"); s >= 0) return s;
+  if (int s = parse_subcommand(app, args, "passkey"); s >= 0) return s;
   set_threads(threads);
   if (out.empty()) out = (fs::path(run) / "passkey.csv").string();
   std::fputs(nn::passkey_run(run, lengths, depths, trials, uint64_t(seed), out, !quiet).c_str(), stdout);
@@ -121,7 +105,7 @@ int cmd_experiment(const std::vector<std::string>& args) {
   app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
   app.add_flag("--no-plot", no_plot, "write the CSVs only");
   app.add_flag("--quiet", quiet, "no progress lines");
-  if (int s = parse(app, args, "experiment"); s >= 0) return s;
+  if (int s = parse_subcommand(app, args, "experiment"); s >= 0) return s;
   set_threads(threads);
   const nn::ExperimentConfig e = nn::load_experiment_config(config);
   nn::run_experiment(e, !quiet);

@@ -4,7 +4,15 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace routelab {
+
+// Parses a subcommand's arguments with routelab's refusal format (one line,
+// "routelab: NAME: ...", status 2). Returns -1 to go on, else the status.
+int parse_subcommand(CLI::App& app, const std::vector<std::string>& args, const char* name);
 
 // routelab corpus prepare --from PKG_DIR --out DIR
 // args: everything after the word "corpus". Bad flags: one line on stderr,

@@ -3,6 +3,7 @@ figure as PNG and PDF. Plots read CSV and draw; they never recompute."""
 import argparse
 import csv
 import os
+import sys
 
 import matplotlib
 
@@ -46,3 +47,36 @@ def save(fig, base):
     fig.savefig(base + ".png")
     fig.savefig(base + ".pdf")
     plt.close(fig)
+
+
+def fail(script, message):
+    """One line on stderr naming the script, exit status 2."""
+    print(f"{script}: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def read_checked(path, columns, what, script):
+    """The rows of a CSV that must hold `columns`; numbers parsed, `scheme`
+    kept as text. Anything else is one line and exit 2."""
+    if not os.path.isfile(path):
+        fail(script, f"{what} CSV {path} does not exist")
+    try:
+        rows = read_rows(path)
+    except (OSError, UnicodeDecodeError) as e:
+        fail(script, f"cannot read {what} CSV {path}: {e}")
+    header = list(rows[0].keys()) if rows else []
+    if not rows:
+        with open(path, newline="") as f:
+            header = f.readline().strip().split(",")
+    missing = [c for c in columns if c not in header]
+    if missing:
+        fail(script, f"{path} lacks column(s) {', '.join(missing)}; is it a {what} CSV?")
+    if not rows:
+        fail(script, f"{what} CSV {path} has no rows")
+    out = []
+    for i, r in enumerate(rows, start=2):
+        try:
+            out.append((i, {c: (r[c] if c == "scheme" else num(r, c)) for c in columns}))
+        except (ValueError, TypeError):
+            fail(script, f"{path} line {i}: a non-numeric cell in {', '.join(c for c in columns if c != 'scheme')}")
+    return out

@@ -8,12 +8,11 @@ and -positions); averages over seeds, recomputes nothing else. Prints a
 scheme x length table of the means to stdout."""
 import argparse
 import math
-import os
 import sys
 
 import numpy as np
 
-from common import num, plt, read_rows, save
+from common import plt, read_checked, save
 
 RESULT_COLUMNS = ["scheme", "seed", "train_len", "eval_len", "windows", "tokens", "bits_per_byte", "ppl"]
 POSITION_COLUMNS = ["scheme", "seed", "train_len", "eval_len", "pos_lo", "pos_hi", "tokens", "bits_per_byte"]
@@ -51,27 +50,8 @@ def arguments():
 
 def load(path, columns, what):
     """Rows of one CSV with the given columns, numbers parsed; one line and exit 2 otherwise."""
-    if not os.path.isfile(path):
-        fail(f"{what} CSV {path} does not exist")
-    try:
-        rows = read_rows(path)
-    except (OSError, UnicodeDecodeError) as e:
-        fail(f"cannot read {what} CSV {path}: {e}")
-    header = list(rows[0].keys()) if rows else []
-    if not rows:
-        with open(path, newline="") as f:
-            header = f.readline().strip().split(",")
-    missing = [c for c in columns if c not in header]
-    if missing:
-        fail(f"{path} lacks column(s) {', '.join(missing)}; is it routelab experiment's {what} CSV?")
-    if not rows:
-        fail(f"{what} CSV {path} has no rows")
     out, seen = [], set()
-    for i, r in enumerate(rows, start=2):
-        try:
-            row = {c: (r[c] if c == "scheme" else num(r, c)) for c in columns}
-        except (ValueError, TypeError):
-            fail(f"{path} line {i}: a non-numeric cell in {', '.join(c for c in columns if c != 'scheme')}")
+    for i, row in read_checked(path, columns, what, "extrapolation.py"):
         key = tuple(row[c] for c in columns if c in ("scheme", "seed", "eval_len", "pos_lo"))
         if key in seen:
             named = ", ".join(f"{c} {row[c]:g}" if c != "scheme" else row[c]

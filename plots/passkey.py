@@ -7,12 +7,11 @@ over seeds, recomputes nothing else. Prints a scheme x length table of the
 means over depths to stdout."""
 import argparse
 import math
-import os
 import sys
 
 import numpy as np
 
-from common import num, plt, read_rows, save
+from common import plt, read_checked, save
 
 COLUMNS = ["scheme", "seed", "train_len", "eval_len", "depth", "trials", "accuracy", "digit_accuracy",
            "key_bits_per_byte"]
@@ -48,27 +47,8 @@ def arguments():
 
 def load(path):
     """Rows of one passkey CSV, numbers parsed; one line and exit 2 otherwise."""
-    if not os.path.isfile(path):
-        fail(f"passkey CSV {path} does not exist")
-    try:
-        rows = read_rows(path)
-    except (OSError, UnicodeDecodeError) as e:
-        fail(f"cannot read passkey CSV {path}: {e}")
-    header = list(rows[0].keys()) if rows else []
-    if not rows:
-        with open(path, newline="") as f:
-            header = f.readline().strip().split(",")
-    missing = [c for c in COLUMNS if c not in header]
-    if missing:
-        fail(f"{path} lacks column(s) {', '.join(missing)}; is it a passkey CSV?")
-    if not rows:
-        fail(f"passkey CSV {path} has no rows")
     out = []
-    for i, r in enumerate(rows, start=2):
-        try:
-            row = {c: (r[c] if c == "scheme" else num(r, c)) for c in COLUMNS}
-        except (ValueError, TypeError):
-            fail(f"{path} line {i}: a non-numeric cell in {', '.join(c for c in COLUMNS if c != 'scheme')}")
+    for i, row in read_checked(path, COLUMNS, "passkey", "passkey.py"):
         if not row["scheme"]:
             fail(f"{path} line {i}: an empty scheme")
         for c in ("train_len", "eval_len", "depth"):

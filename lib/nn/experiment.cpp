@@ -132,23 +132,33 @@ std::string with_suffix(const std::string& csv, const std::string& suffix) {
 std::string positions_path(const std::string& eval_csv) { return with_suffix(eval_csv, "-positions.csv"); }
 std::string passkey_path(const std::string& eval_csv) { return with_suffix(eval_csv, "-passkey.csv"); }
 
-std::string evaluate_run(const std::string& run_dir, const std::string& lengths_text, const std::string& eval_csv,
-                         bool progress) {
-  const auto start = std::chrono::steady_clock::now();
-  const RunConfig c = load_run_dir_config(run_dir);
-  std::vector<int64_t> lengths;
+TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengths_text) {
+  TrainedRun r;
+  r.config = load_run_dir_config(run_dir);
   try {
-    lengths = parse_lengths(lengths_text, c.model.context);
+    r.lengths = parse_lengths(lengths_text, r.config.model.context);
   } catch (const std::invalid_argument& e) {
     throw ConfigError(std::string("--lengths: ") + e.what());
   }
   if (!fs::exists(checkpoint_path(run_dir)))
     throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", run_dir));
   const Checkpoint ck = load_checkpoint(checkpoint_path(run_dir));
-  require_same_config(ck, c, checkpoint_path(run_dir));
-  const data::Corpus corpus = data::load_corpus(c.corpus);
-  Model<float> model(c.model, c.train.seed);
-  model.params = ck.params;
+  require_same_config(ck, r.config, checkpoint_path(run_dir));
+  r.step = ck.step;
+  r.corpus = data::load_corpus(r.config.corpus);
+  r.model = std::make_unique<Model<float>>(r.config.model, r.config.train.seed);
+  r.model->params = ck.params;
+  return r;
+}
+
+std::string evaluate_run(const std::string& run_dir, const std::string& lengths_text, const std::string& eval_csv,
+                         bool progress) {
+  const auto start = std::chrono::steady_clock::now();
+  TrainedRun run = load_trained_run(run_dir, lengths_text);
+  const RunConfig& c = run.config;
+  const data::Corpus& corpus = run.corpus;
+  Model<float>& model = *run.model;
+  const std::vector<int64_t>& lengths = run.lengths;
   std::string rows, pos_rows;
   nlohmann::json per_length = nlohmann::json::array();
   for (int64_t L : lengths) {
@@ -171,7 +181,7 @@ std::string evaluate_run(const std::string& run_dir, const std::string& lengths_
   const nlohmann::json side = {
       {"command", "eval"},
       {"run", run_dir},
-      {"checkpoint_step", ck.step},
+      {"checkpoint_step", run.step},
       {"config", to_json(c)},
       {"protocol",
        {{"stream", "validation"},

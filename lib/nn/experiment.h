@@ -11,7 +11,11 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
+#include "data/brown.h"
 #include "nn/config.h"
+#include "nn/model.h"
 
 namespace routelab::nn {
 
@@ -33,6 +37,18 @@ std::string positions_csv_header();
 // FILE.csv -> FILE-positions.csv, FILE-passkey.csv
 std::string positions_path(const std::string& eval_csv);
 std::string passkey_path(const std::string& eval_csv);
+
+// A trained run ready to evaluate: its configuration, checkpointed weights
+// loaded into a model, its corpus, and the lengths asked for (refused with a
+// ConfigError naming --lengths).
+struct TrainedRun {
+  RunConfig config;
+  int step = 0;  // the checkpoint's
+  data::Corpus corpus;
+  std::unique_ptr<Model<float>> model;
+  std::vector<int64_t> lengths;
+};
+TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengths_text);
 
 // Evaluates a trained run at `lengths`, writing eval_csv, its -positions CSV
 // and the sidecar. Returns the rows written (without header).

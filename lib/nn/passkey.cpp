@@ -102,30 +102,19 @@ PasskeyResult passkey_eval(Model<float>& model, const std::vector<uint8_t>& text
 std::string passkey_run(const std::string& run_dir, const std::string& lengths_text, const std::vector<double>& depths,
                         int trials, uint64_t seed, const std::string& out_csv, bool progress) {
   const auto start = std::chrono::steady_clock::now();
-  const RunConfig c = load_run_dir_config(run_dir);
-  std::vector<int64_t> lengths;
-  try {
-    lengths = parse_lengths(lengths_text, c.model.context);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(std::string("--lengths: ") + e.what());
-  }
-  for (int64_t L : lengths)
+  for (double d : depths)
+    if (!(d >= 0 && d <= 1)) throw ConfigError("--depths: each depth must be a fraction in [0, 1]");
+  TrainedRun run = load_trained_run(run_dir, lengths_text);
+  const RunConfig& c = run.config;
+  Model<float>& model = *run.model;
+  for (int64_t L : run.lengths)
     if (L < passkey_min_length())
       throw ConfigError(fmt::format("--lengths: {} is too short for a passkey window; accepted: at least {}", L,
                                     passkey_min_length()));
-  for (double d : depths)
-    if (!(d >= 0 && d <= 1)) throw ConfigError("--depths: each depth must be a fraction in [0, 1]");
-  if (!std::filesystem::exists(checkpoint_path(run_dir)))
-    throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", run_dir));
-  const Checkpoint ck = load_checkpoint(checkpoint_path(run_dir));
-  require_same_config(ck, c, checkpoint_path(run_dir));
-  const data::Corpus corpus = data::load_corpus(c.corpus);
-  Model<float> model(c.model, c.train.seed);
-  model.params = ck.params;
   std::string rows;
-  for (int64_t L : lengths)
+  for (int64_t L : run.lengths)
     for (double d : depths) {
-      const PasskeyResult r = passkey_eval(model, corpus.val, L, d, trials, seed);
+      const PasskeyResult r = passkey_eval(model, run.corpus.val, L, d, trials, seed);
       rows += fmt::format("{},{},{},{},{},{},{},{},{}\n", c.model.scheme, c.train.seed, c.model.context, L,
                           format_number(d), trials, format_number(r.accuracy), format_number(r.digit_accuracy),
                           format_number(r.key_bits));
@@ -138,7 +127,7 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
   write_sidecar(out_csv,
                 {{"command", "passkey"},
                  {"run", run_dir},
-                 {"checkpoint_step", ck.step},
+                 {"checkpoint_step", run.step},
                  {"config", to_json(c)},
                  {"trials", trials},
                  {"depths", depths},
