@@ -158,7 +158,7 @@ class Model(nn.Module):
         C, H, L = m["d_model"], m["heads"], m["layers"]
         scheme = m.get("scheme", "rope")
         if scheme not in ("rope", "learned_qkv", "nope"):
-            raise SystemExit(f"train_torch.py: scheme '{scheme}' not implemented (rope, learned_qkv, nope)")
+            raise SystemExit(f"train_torch.py: the peer models the benchmark's schemes only (rope, learned_qkv, nope), not '{scheme}'")
         hd = C // H
         base = float(m.get("rope_base", 10000.0))
         self.freqs = [base ** (-2.0 * j / hd) for j in range(hd // 2)]
