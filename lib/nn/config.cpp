@@ -135,7 +135,9 @@ RunConfig parse_run_config(const toml::table& t, const std::string& where, const
 RunConfig load_run_config(const std::string& path) {
   try {
     const toml::table t = toml::parse_file(path);
-    return parse_run_config(t, path);
+    // An experiment file is a run config plus [experiment]: its base run
+    // (the scheme in [model], rope by default) trains on its own.
+    return parse_run_config(t, path, {"experiment"});
   } catch (const toml::parse_error& e) {
     const auto& b = e.source().begin;
     throw ConfigError(fmt::format("{}:{}:{}: not valid TOML: {}", path, b.line, b.column, e.description()));
