@@ -58,6 +58,8 @@ import sys
 import tempfile
 import time
 
+from run_walks import cpu_flags, loud  # one copy of the machine checks for both drivers
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PEER = os.path.join(HERE, "peers", "train_torch.py")
@@ -84,22 +86,6 @@ seed = {seed}
 [data]
 corpus = "{corpus}"
 """
-
-
-def loud(msg):
-    bar = "!" * 78
-    print(f"{bar}\n!! " + msg.replace("\n", "\n!! ") + f"\n{bar}", flush=True)
-
-
-def cpu_flags():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":")[1].split())
-    except OSError:
-        pass
-    return set()
 
 
 def cpu_model():

@@ -46,7 +46,7 @@ PEER_ARGS = {
 
 def loud(msg):
     bar = "!" * 78
-    print(f"{bar}\n!! {msg}\n{bar}", flush=True)
+    print(f"{bar}\n!! " + msg.replace("\n", "\n!! ") + f"\n{bar}", flush=True)
 
 
 def parse_kv(line):

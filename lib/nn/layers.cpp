@@ -149,33 +149,41 @@ void matmul_backward(R* dinp, R* dw, R* dbias, const R* dout, const R* inp, cons
 }
 
 // tanh goes through Eigen's vectorized kernel (float) a block at a time;
-// scalar tanhf made GELU a third of a training step.
+// scalar tanhf made GELU a third of a training step. f(i0, len) handles one
+// block of the n elements.
+template <class F>
+void for_gelu_blocks(int64_t n, F f) {
+  constexpr int64_t kBlock = 1024;
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < chunks(n, kBlock); ++k) f(k * kBlock, std::min(kBlock, n - k * kBlock));
+}
+
+// tanh(sqrt(2/pi) (x + 0.044715 x^3)), the tanh approximation's inner term.
+template <class X>
+auto gelu_tanh(const X& x) {
+  using R = typename X::Scalar;
+  return (R(std::sqrt(2.0 / M_PI)) * (x + R(0.044715) * x.cube())).tanh();
+}
+
 template <class R>
 void gelu_forward(R* out, const R* inp, int64_t n) {
   using Arr = Eigen::Array<R, Eigen::Dynamic, 1>;
-  const R s = R(std::sqrt(2.0 / M_PI));
-  constexpr int64_t kBlock = 1024;
-#pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < chunks(n, kBlock); ++k) {
-    const int64_t i0 = k * kBlock, len = std::min(kBlock, n - i0);
+  for_gelu_blocks(n, [&](int64_t i0, int64_t len) {
     Eigen::Map<const Arr> x(inp + i0, len);
-    Eigen::Map<Arr>(out + i0, len) = R(0.5) * x * (R(1) + (s * (x + R(0.044715) * x.cube())).tanh());
-  }
+    Eigen::Map<Arr>(out + i0, len) = R(0.5) * x * (R(1) + gelu_tanh(x));
+  });
 }
 
 template <class R>
 void gelu_backward(R* dinp, const R* inp, const R* dout, int64_t n) {
   using Arr = Eigen::Array<R, Eigen::Dynamic, 1>;
   const R s = R(std::sqrt(2.0 / M_PI));
-  constexpr int64_t kBlock = 1024;
-#pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < chunks(n, kBlock); ++k) {
-    const int64_t i0 = k * kBlock, len = std::min(kBlock, n - i0);
+  for_gelu_blocks(n, [&](int64_t i0, int64_t len) {
     Eigen::Map<const Arr> x(inp + i0, len), d(dout + i0, len);
-    const Arr th = (s * (x + R(0.044715) * x.cube())).tanh();
+    const Arr th = gelu_tanh(x);
     const Arr g = R(0.5) * (R(1) + th) + R(0.5) * x * (R(1) - th.square()) * s * (R(1) + R(3 * 0.044715) * x.square());
     Eigen::Map<Arr>(dinp + i0, len) += g * d;
-  }
+  });
 }
 
 template <class R>
