@@ -19,6 +19,7 @@
 #include "nn/experiment.h"
 #include "nn/passkey.h"
 #include "nn/train.h"
+#include "stats/distributed.h"
 
 namespace routelab {
 
@@ -47,7 +48,7 @@ int cmd_train(const std::vector<std::string>& args) {
   const nn::RunConfig c = nn::load_run_config(config);
   if (out.empty()) out = (fs::path("runs") / fs::path(config).stem()).string();
   const nn::TrainSummary s = nn::train_run(c, {out, resume, !quiet});
-  if (!quiet)
+  if (!quiet && dist::is_root())
     fmt::print(stderr, "train: {} steps{} in {:.1f} s, final loss {:.4f}; run in {}\n", s.steps - s.start_step,
                s.start_step ? fmt::format(" (resumed at {})", s.start_step) : "", s.wall_seconds, s.final_loss, out);
   return 0;

@@ -106,6 +106,10 @@ int run(int argc, char** argv) {
       if (args[0] == "sim") return cmd_sim(rest);
       if (args[0] == "corpus") return cmd_corpus(rest);
       if (args[0] == "train") return cmd_train(rest);
+      // Only training splits its work over ranks; the others would each do all
+      // of it and race to write the same files.
+      if ((args[0] == "eval" || args[0] == "passkey" || args[0] == "experiment") && dist::size() > 1)
+        return bad_input(args[0] + " runs as one process; under mpirun only train splits its batch over ranks");
       if (args[0] == "eval") return cmd_eval(rest);
       if (args[0] == "passkey") return cmd_passkey(rest);
       if (args[0] == "experiment") return cmd_experiment(rest);

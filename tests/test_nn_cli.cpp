@@ -7,13 +7,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <regex>
 #include <string>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.h"
+#include "nn/checkpoint.h"
 
 namespace {
 
@@ -197,6 +201,65 @@ TEST(nn_cli, a_run_directory_is_never_overwritten) {
   ck[ck.size() - 7] ^= 1;
   spit(tmp / "run/checkpoint.bin", ck);
   expect_refusal(run_routelab("eval --run run --lengths 1x", tmp.path, tmp.path), "is damaged");
+}
+
+// The largest weight difference between two runs' final checkpoints, relative
+// to the largest weight.
+double weight_gap(const fs::path& a, const fs::path& b) {
+  const auto x = routelab::nn::load_checkpoint(a.string()).params, y = routelab::nn::load_checkpoint(b.string()).params;
+  EXPECT_EQ(x.size(), y.size());
+  double gap = 0, scale = 0;
+  for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {
+    gap = std::max(gap, double(std::abs(x[i] - y[i])));
+    scale = std::max(scale, double(std::abs(x[i])));
+  }
+  return gap / scale;
+}
+
+int routelab_lines(const std::string& err) {
+  int n = 0;
+  for (std::size_t at = err.find("routelab:"); at != std::string::npos; at = err.find("routelab:", at + 1))
+    n += at == 0 || err[at - 1] == '\n';
+  return n;
+}
+
+// Data-parallel training: two ranks, each with half of every batch, reach one
+// process's weights up to float rounding (the gradient sums run in another
+// order). Random angles make sure each rank draws its own elements' angles.
+TEST(nn_cli, mpirun_two_ranks_reach_the_single_process_weights) {
+#ifndef ROUTELAB_MPIEXEC
+  GTEST_SKIP() << "built without MPI (install libopenmpi-dev and reconfigure)";
+#else
+  TempDir tmp;
+  spit(tmp / "c.toml", tiny_config("random_qkv", 30, 10));
+  spit(tmp / "half.toml", std::regex_replace(tiny_config("random_qkv", 30, 10), std::regex("batch = 4"), "batch = 2"));
+  const std::string mpirun = std::string("cd '") + tmp.path.string() +
+                             "' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + ROUTELAB_MPIEXEC +
+                             " -np 2 --oversubscribe " + ROUTELAB_BINARY + " ";
+  ASSERT_EQ(run_routelab("train --config c.toml --out one --threads 1 --quiet", tmp.path, tmp.path).status, 0);
+  ASSERT_EQ(std::system((mpirun + "train --config c.toml --out two --threads 1 --quiet 2>err").c_str()), 0)
+      << slurp(tmp / "err");
+  ASSERT_EQ(run_routelab("train --config half.toml --out half --threads 1 --quiet", tmp.path, tmp.path).status, 0);
+  // Float rounding after 30 Adam steps stays below 1e-4 of the largest
+  // weight; a run that saw only half of each batch (what a rank that skipped
+  // the all-reduce would train on) lands far outside it.
+  const double gap = weight_gap(tmp / "one/checkpoint.bin", tmp / "two/checkpoint.bin");
+  EXPECT_LT(gap, 1e-4);
+  EXPECT_GT(weight_gap(tmp / "one/checkpoint.bin", tmp / "half/checkpoint.bin"), 100 * std::max(gap, 1e-6));
+  EXPECT_EQ(slurp(tmp / "one/train.csv").substr(0, 40), slurp(tmp / "two/train.csv").substr(0, 40));
+  // A batch that does not split over the ranks, and the commands that do not
+  // split at all, are refused in one line.
+  spit(tmp / "odd.toml", std::regex_replace(tiny_config("rope", 5, 5), std::regex("batch = 4"), "batch = 3"));
+  EXPECT_EQ(WEXITSTATUS(std::system((mpirun + "train --config odd.toml --out odd --quiet 2>err").c_str())), 2);
+  // One line from routelab (mpirun adds its own report of the exit status).
+  EXPECT_EQ(routelab_lines(slurp(tmp / "err")), 1) << slurp(tmp / "err");
+  EXPECT_NE(slurp(tmp / "err").find("does not split over 2 MPI ranks"), std::string::npos) << slurp(tmp / "err");
+  EXPECT_FALSE(fs::exists(tmp / "odd"));
+  EXPECT_EQ(WEXITSTATUS(std::system((mpirun + "eval --run one --lengths 1x 2>err").c_str())), 2);
+  EXPECT_NE(slurp(tmp / "err").find("runs as one process"), std::string::npos) << slurp(tmp / "err");
+  EXPECT_EQ(routelab_lines(slurp(tmp / "err")), 1) << slurp(tmp / "err");
+  EXPECT_FALSE(fs::exists(tmp / "one/eval.csv"));
+#endif
 }
 
 }  // namespace

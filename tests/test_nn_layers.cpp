@@ -124,7 +124,7 @@ TEST(nn_schemes, rope_angles_stay_exact_far_past_training_length) {
   const int T = 64 * 128;
   std::vector<double> theta(std::size_t(T) * 4);
   std::vector<int> tokens(T, 0);
-  src->angles(theta.data(), tokens.data(), 1, T, 0, 0, nullptr);
+  src->angles(theta.data(), tokens.data(), 1, T, 0, 0, nullptr, 0);
   const auto f = angle_frequencies(m);
   for (int t : {0, 1, 127, 8191})
     for (int j = 0; j < 4; ++j) {
@@ -141,7 +141,7 @@ TEST(nn_schemes, learned_angles_are_running_sums_of_token_rows) {
   src->init_table(table.data(), 5, 0);
   const std::vector<int> tokens = {3, 200, 3, 7, 255};
   std::vector<double> theta(5 * 4);
-  src->angles(theta.data(), tokens.data(), 1, 5, 0, 0, table.data());
+  src->angles(theta.data(), tokens.data(), 1, 5, 0, 0, table.data(), 0);
   const auto f = angle_frequencies(m);
   for (int j = 0; j < 4; ++j) {
     double sum = 0;
@@ -160,11 +160,15 @@ TEST(nn_schemes, random_angles_repeat_within_a_pass_and_change_between_passes) {
   const int T = 50;
   std::vector<int> tokens(2 * T, 0);
   std::vector<double> a(2 * T * 4), b(a.size()), c(a.size());
-  src->angles(a.data(), tokens.data(), 2, T, 1, 17, nullptr);
-  src->angles(b.data(), tokens.data(), 2, T, 1, 17, nullptr);
-  src->angles(c.data(), tokens.data(), 2, T, 1, 18, nullptr);
+  src->angles(a.data(), tokens.data(), 2, T, 1, 17, nullptr, 0);
+  src->angles(b.data(), tokens.data(), 2, T, 1, 17, nullptr, 0);
+  src->angles(c.data(), tokens.data(), 2, T, 1, 18, nullptr, 0);
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
+  // A data-parallel rank holding element 1 alone draws what one process does.
+  std::vector<double> second(T * 4);
+  src->angles(second.data(), tokens.data(), 1, T, 1, 17, nullptr, 1);
+  EXPECT_TRUE(std::equal(second.begin(), second.end(), a.begin() + T * 4));
   // Increments lie in (-scale f_b, scale f_b).
   const auto f = angle_frequencies(m);
   for (int t = 1; t < T; ++t)
@@ -223,12 +227,16 @@ TEST(nn_train, batches_are_a_function_of_seed_and_step) {
   for (std::size_t i = 0; i < stream.size(); ++i) stream[i] = uint8_t(i % 251);
   const int T = 16, B = 4;
   std::vector<int> a(B * T), at(B * T), b(B * T), bt(B * T);
-  training_batch(stream, T, B, 5, 10, a.data(), at.data());
-  training_batch(stream, T, B, 5, 10, b.data(), bt.data());
+  training_batch(stream, T, 0, B, 5, 10, a.data(), at.data());
+  training_batch(stream, T, 0, B, 5, 10, b.data(), bt.data());
   EXPECT_EQ(a, b);
-  training_batch(stream, T, B, 5, 11, b.data(), bt.data());
+  training_batch(stream, T, 0, B, 5, 11, b.data(), bt.data());
   EXPECT_NE(a, b);
   for (int i = 0; i < B * T; ++i) EXPECT_EQ(at[i], (a[i] + 1) % 251);  // targets are the next bytes
+  // The last two elements alone, as the second of two ranks draws them.
+  std::vector<int> half(2 * T), halft(2 * T);
+  training_batch(stream, T, 2, 2, 5, 10, half.data(), halft.data());
+  EXPECT_TRUE(std::equal(half.begin(), half.end(), a.begin() + 2 * T));
 }
 
 TEST(nn_train, warmup_then_cosine_to_the_floor) {

@@ -159,7 +159,8 @@ void Model<R>::init_params() {
 }
 
 template <class R>
-double Model<R>::forward(const int* tokens, const int* targets, int B, int T, uint64_t pass, bool train) {
+double Model<R>::forward(const int* tokens, const int* targets, int B, int T, uint64_t pass, bool train,
+                         int first_b) {
   const ModelConfig& m = config_;
   const int64_t N = int64_t(B) * T, C = m.d_model, F = int64_t(m.mlp_ratio) * C, V = m.vocab;
   const int nb = m.head_dim() / 2;
@@ -188,7 +189,8 @@ double Model<R>::forward(const int* tokens, const int* targets, int B, int T, ui
       forget_gate_forward(L.cum, L.fz, B, T, m.heads);
     }
     if (rotary) {
-      angles_->angles(theta_.data(), tokens, B, T, l, pass, lp.angles == std::size_t(-1) ? nullptr : P + lp.angles);
+      angles_->angles(theta_.data(), tokens, B, T, l, pass, lp.angles == std::size_t(-1) ? nullptr : P + lp.angles,
+                      first_b);
       for (std::size_t i = 0; i < theta_.size(); ++i) {
         L.cs[2 * i] = R(std::cos(theta_[i]));
         L.cs[2 * i + 1] = R(std::sin(theta_[i]));

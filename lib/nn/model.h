@@ -44,8 +44,10 @@ class Model {
   // Mean cross-entropy (nats) over B x T positions; tokens and targets are
   // B x T. `pass` names the forward pass for random angles. `train` keeps
   // every layer's activations for backward(); otherwise the layers share one
-  // set of buffers and only the per-position losses are kept.
-  double forward(const int* tokens, const int* targets, int B, int T, uint64_t pass, bool train = true);
+  // set of buffers and only the per-position losses are kept. `first_b` is
+  // the global index of element 0 when this is one rank's share of a batch.
+  double forward(const int* tokens, const int* targets, int B, int T, uint64_t pass, bool train = true,
+                 int first_b = 0);
   // grads = d (mean loss) / d params, for the last training forward.
   void backward();
   // Per-position losses (nats) of the last forward, B x T.

@@ -65,7 +65,7 @@ template <class R>
 class RopeAngles final : public AngleSource<R> {
  public:
   explicit RopeAngles(std::vector<double> f) : f_(std::move(f)) {}
-  void angles(double* theta, const int*, int B, int T, int, uint64_t, const R*) const override {
+  void angles(double* theta, const int*, int B, int T, int, uint64_t, const R*, int) const override {
     const int nb = int(f_.size());
     for (int b = 0; b < B; ++b)
       for (int64_t t = 0; t < T; ++t)
@@ -80,11 +80,12 @@ template <class R>
 class RandomAngles final : public AngleSource<R> {
  public:
   RandomAngles(std::vector<double> half_width, uint64_t seed) : w_(std::move(half_width)), seed_(seed) {}
-  void angles(double* theta, const int*, int B, int T, int layer, uint64_t pass, const R*) const override {
+  void angles(double* theta, const int*, int B, int T, int layer, uint64_t pass, const R*,
+              int first_b) const override {
     const int nb = int(w_.size());
     std::vector<double> u(nb);
     for (int b = 0; b < B; ++b) {
-      Stream s(seed_, random_angle_stream(pass, layer, b));
+      Stream s(seed_, random_angle_stream(pass, layer, uint64_t(first_b + b)));
       std::vector<double> sum(nb, 0.0);
       for (int64_t t = 0; t < T; ++t) {
         s.uniforms(u.data(), nb);
@@ -114,7 +115,7 @@ class LearnedAngles final : public AngleSource<R> {
       for (int j = 0; j < nb; ++j)
         table[v * nb + j] = R(rope_init_ ? scale_ * f_[j] : scale_ * f_[j] * (2.0 * s.uniform() - 1.0));
   }
-  void angles(double* theta, const int* tokens, int B, int T, int, uint64_t, const R* table) const override {
+  void angles(double* theta, const int* tokens, int B, int T, int, uint64_t, const R* table, int) const override {
     const int nb = int(f_.size());
     std::vector<double> sum(nb);
     for (int b = 0; b < B; ++b) {

@@ -55,9 +55,11 @@ class AngleSource {
   virtual std::size_t table_size() const { return 0; }
   virtual void init_table(R* table, uint64_t seed, int layer) const {}
   // `pass` names the forward pass: random angles are drawn from the stream
-  // (seed, pass, layer, b), so the same pass gives the same angles.
-  virtual void angles(double* theta, const int* tokens, int B, int T, int layer, uint64_t pass,
-                      const R* table) const = 0;
+  // (seed, pass, layer, first_b + b), so the same pass gives the same angles,
+  // and a rank holding elements first_b.. of a data-parallel batch draws what
+  // one process would.
+  virtual void angles(double* theta, const int* tokens, int B, int T, int layer, uint64_t pass, const R* table,
+                      int first_b) const = 0;
   // dtable += d loss / d table, given d loss / d theta.
   virtual void angles_backward(R* dtable, const double* dtheta, const int* tokens, int B, int T) const {}
 };

@@ -16,6 +16,7 @@
 #include "nn/checkpoint.h"
 #include "nn/model.h"
 #include "nn/streams.h"
+#include "stats/distributed.h"
 #include "rng/stream.h"
 
 namespace routelab::nn {
@@ -65,11 +66,11 @@ RunConfig load_run_dir_config(const std::string& run_dir) {
   return load_run_config(config_path(run_dir));
 }
 
-void training_batch(const std::vector<uint8_t>& stream, int T, int B, uint64_t seed, int step, int* tokens,
-                    int* targets) {
+void training_batch(const std::vector<uint8_t>& stream, int T, int first_b, int B, uint64_t seed, int step,
+                    int* tokens, int* targets) {
   const uint64_t span = stream.size() - uint64_t(T);  // offsets 0 .. size - T - 1
   for (int b = 0; b < B; ++b) {
-    Stream s(seed, batch_stream(uint64_t(step), uint64_t(b)));
+    Stream s(seed, batch_stream(uint64_t(step), uint64_t(first_b + b)));
     const uint64_t off = s.below(span);
     for (int t = 0; t < T; ++t) {
       tokens[int64_t(b) * T + t] = stream[off + t];
@@ -100,12 +101,24 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
   }
   const data::Corpus corpus = data::load_corpus(c.corpus);
   const int T = c.model.context, B = c.train.batch;
+  // Data parallel under mpirun: rank r takes elements r B/n .. (r+1) B/n - 1 of
+  // every batch, and the mean of the ranks' gradients is the batch's gradient.
+  const int ranks = dist::size();
+  if (B % ranks != 0)
+    throw ConfigError(fmt::format("train.batch = {} does not split over {} MPI ranks; use a batch divisible by {}", B,
+                                  ranks, ranks));
+  const int local_B = B / ranks, first_b = dist::rank() * local_B;
+  const bool root = dist::is_root();
   if (corpus.train.size() < std::size_t(T) + 2)
     throw data::CorpusError(fmt::format("corpus {}: the training stream ({} bytes) is shorter than one window of {}",
                                         c.corpus, corpus.train.size(), T + 1));
 
-  fs::create_directories(dir);
-  write_file_atomic(config_path(dir), to_toml(c));
+  // Every rank has read the run directory before the root writes to it.
+  dist::barrier();
+  if (root) {
+    fs::create_directories(dir);
+    write_file_atomic(config_path(dir), to_toml(c));
+  }
   Model<float> model(c.model, c.train.seed);
   AdamW adam(model.params.size());
   TrainSummary summary;
@@ -119,15 +132,18 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
     const auto last = log_rows.rfind(',', log_rows.size() - 2);
     if (!log_rows.empty() && last != std::string::npos) elapsed_before = std::stod(log_rows.substr(last + 1));
   }
-  const bool tty = opt.progress && isatty(2);
-  std::vector<int> tokens(std::size_t(B) * T), targets(tokens.size());
+  const bool progress = opt.progress && root;
+  const bool tty = progress && isatty(2);
+  std::vector<int> tokens(std::size_t(local_B) * T), targets(tokens.size());
   double last_loss = 0, last_report = 0;
   const auto loop_start = std::chrono::steady_clock::now();
   for (int step = summary.start_step; step < c.train.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
-    training_batch(corpus.train, T, B, c.train.seed, step, tokens.data(), targets.data());
-    last_loss = model.forward(tokens.data(), targets.data(), B, T, uint64_t(step));
+    training_batch(corpus.train, T, first_b, local_B, c.train.seed, step, tokens.data(), targets.data());
+    last_loss = model.forward(tokens.data(), targets.data(), local_B, T, uint64_t(step), true, first_b);
     model.backward();
+    dist::mean_over_ranks(model.grads);
+    last_loss = dist::mean_over_ranks(last_loss);
     const double norm = global_norm(model.grads);
     const double scale = (c.train.grad_clip > 0 && norm > c.train.grad_clip) ? c.train.grad_clip / norm : 1.0;
     const double lr = learning_rate(c.train, step);
@@ -140,14 +156,14 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
       log_rows += fmt::format("{},{},{},{},{},{}\n", done, format_number(last_loss), format_number(lr),
                               format_number(norm), format_number(B * T / step_s),
                               format_number(elapsed_before + run_s));
-    if (opt.progress && (tty || run_s - last_report > 30 || done == c.train.steps)) {
+    if (progress && (tty || run_s - last_report > 30 || done == c.train.steps)) {
       last_report = run_s;
       const double rate = (done - summary.start_step) / run_s;
       fmt::print(stderr, "{}step {}/{}  loss {:.4f}  {:.0f} tok/s  {} left{}", tty ? "\r" : "", done, c.train.steps,
                  last_loss, B * T * rate, format_duration((c.train.steps - done) / rate),
                  tty && done != c.train.steps ? "   " : "\n");
     }
-    if (done % c.train.checkpoint_every == 0 || done == c.train.steps) {
+    if (root && (done % c.train.checkpoint_every == 0 || done == c.train.steps)) {
       // The log first: rows past the checkpoint are dropped on resume.
       write_file_atomic(train_log_path(dir), kLogHeader + log_rows);
       save_checkpoint(checkpoint_path(dir), c, done, model.params, adam);

@@ -35,9 +35,10 @@ struct TrainSummary {
 };
 
 // The training windows: element b of step s starts at a uniform offset drawn
-// from the stream (seed, batch_stream(s, b)). tokens/targets are B x T.
-void training_batch(const std::vector<uint8_t>& stream, int T, int B, uint64_t seed, int step, int* tokens,
-                    int* targets);
+// from the stream (seed, batch_stream(s, b)). tokens/targets are B x T and
+// hold elements first_b .. first_b + B - 1 (one rank's share of the batch).
+void training_batch(const std::vector<uint8_t>& stream, int T, int first_b, int B, uint64_t seed, int step,
+                    int* tokens, int* targets);
 
 TrainSummary train_run(const RunConfig& c, const TrainOptions& opt);
 

@@ -78,6 +78,33 @@ void allgather_chunks(const std::vector<double>& mine, const std::vector<long lo
   }
 }
 
+void mean_over_ranks(std::vector<float>& values) {
+  const int n = size();
+  if (n == 1) return;
+  const std::size_t len = values.size();
+  std::vector<float> all(len * std::size_t(n));
+  MPI_Allgather(values.data(), int(len), MPI_FLOAT, all.data(), int(len), MPI_FLOAT, MPI_COMM_WORLD);
+  for (std::size_t i = 0; i < len; ++i) {
+    double sum = 0;
+    for (int r = 0; r < n; ++r) sum += double(all[std::size_t(r) * len + i]);
+    values[i] = float(sum / n);
+  }
+}
+
+double mean_over_ranks(double value) {
+  const int n = size();
+  if (n == 1) return value;
+  std::vector<double> all(n);
+  MPI_Allgather(&value, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+  double sum = 0;
+  for (double v : all) sum += v;
+  return sum / n;
+}
+
+void barrier() {
+  if (size() > 1) MPI_Barrier(MPI_COMM_WORLD);
+}
+
 #else
 
 int rank() { return 0; }
@@ -88,6 +115,9 @@ bool built_with_mpi() { return false; }
 void allgather_chunks(const std::vector<double>& mine, const std::vector<long long>&, std::vector<double>& all) {
   all = mine;
 }
+void mean_over_ranks(std::vector<float>&) {}
+double mean_over_ranks(double value) { return value; }
+void barrier() {}
 
 #endif
 

@@ -22,6 +22,15 @@ bool is_root();  // rank 0: the one that prints and writes files
 void allgather_chunks(const std::vector<double>& mine, const std::vector<long long>& per_chunk,
                       std::vector<double>& all);
 
+// Data-parallel training: every rank passes its gradient (the same length on
+// all ranks); on return each holds the mean over ranks. The sum runs in double
+// in rank order on every rank, so all ranks end with the same floats whatever
+// the reduction algorithm of the MPI library.
+void mean_over_ranks(std::vector<float>& values);
+double mean_over_ranks(double value);
+// Every rank waits here until all have arrived.
+void barrier();
+
 // Program start and end; no-ops in a build without MPI.
 void init(int* argc, char*** argv);
 void finalize();
