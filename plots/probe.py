@@ -84,6 +84,10 @@ def main():
             ax.plot(list(rho), [max(v, floor) for v in rho.values()], color=color, marker="o", ms=3, lw=1.3,
                     label=f"layer {layer:g}")
             ax.plot(list(bound), [max(v, floor) for v in bound.values()], color=color, ls="--", lw=1.0)
+        top = max(r["far_mass"] for r in here)
+        if top < floor:
+            ax.text(0.5, 0.5, f"far mass below {top:.1e}\nat every length and layer", transform=ax.transAxes,
+                    ha="center", va="center", fontsize=8)
         ax.set_title(s, fontsize=9)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")

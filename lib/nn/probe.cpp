@@ -247,20 +247,8 @@ std::string probe_runs(const ProbeOptions& o) {
       std::vector<HeadProbe> heads(std::size_t(layers) * H);
       model.set_attention_observer([&](int layer, const float* q, const float* k, ScoreBias<float> bias,
                                        AttentionShape s) { probe_attention(&heads[layer * H], q, k, bias, s, W); });
-      // The windows and pass ids of evaluate(): the same bytes, the same random angles.
-      const int batch = eval_batch(L);
-      std::vector<int> tokens, targets;
-      for (int64_t w0 = 0, pass = 0; w0 < windows; w0 += batch, ++pass) {
-        const int B = int(std::min<int64_t>(batch, windows - w0));
-        tokens.resize(std::size_t(B) * L);
-        targets.resize(tokens.size());
-        for (int b = 0; b < B; ++b)
-          for (int64_t t = 0; t < L; ++t) {
-            tokens[b * L + t] = val[(w0 + b) * L + t];
-            targets[b * L + t] = val[(w0 + b) * L + t + 1];
-          }
-        model.forward(tokens.data(), targets.data(), B, int(L), kEvalPass + uint64_t(pass), false);
-      }
+      // evaluate()'s windows and pass ids: the same bytes, the same random angles.
+      forward_windows(model, val, L, windows, [](int64_t, int) {});
       model.set_attention_observer(nullptr);
       for (int l = 0; l < layers; ++l)
         for (int h = 0; h < H; ++h) {
