@@ -105,10 +105,12 @@ int cmd_probe(const std::vector<std::string>& args) {
   int threads = 0;
   long long window = 0;
   app.add_option("--run", o.runs, "run directories written by routelab train (one or more)")->required();
-  app.add_option("--lengths", o.lengths, "window lengths: multiples of the training length (4x) or integers");
+  app.add_option("--lengths", o.lengths,
+                 "window lengths: multiples of the training length (4x) or integers (default 1x,...,64x)");
   app.add_option("--window", window, "near window W: keys more than W back are far (default: training length / 4)");
-  app.add_option("--max-windows", o.max_windows, "evaluation windows probed per length (the first ones)");
-  app.add_option("--eps", o.eps, "mixing windows: the distance where |E e^{i Theta}| falls below eps");
+  app.add_option("--max-windows", o.max_windows,
+                 "evaluation windows probed per length, the first ones (default 4: 64x of 128 in about a minute)");
+  app.add_option("--eps", o.eps, "mixing windows: the distance where |E e^{i Theta}| falls below eps (default 0.05)");
   app.add_option("--csv", o.csv, "CSV (default RUN/probe.csv for one run); angles go to FILE-angles.csv");
   app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
   app.add_flag("--quiet", quiet, "no progress lines");

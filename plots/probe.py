@@ -49,6 +49,10 @@ def mean_by(rows, key, value):
     return {k: float(np.mean(v)) for k, v in sorted(groups.items())}
 
 
+def cell(x):
+    return f"{x:.3f}" if x >= 1e-3 else f"{x:.1e}"
+
+
 def window_text(x):
     return "never" if math.isinf(x) else f"{x:g}"
 
@@ -117,13 +121,13 @@ def main():
     print("|---|" + "---:|" * len(lengths))
     for s in schemes:
         m = mean_by([r for r in rows if r["scheme"] == s], lambda r: r["eval_len"], "far_mass")
-        print(f"| {s} | " + " | ".join(f"{m[L]:.3f}" if L in m else "–" for L in lengths) + " |")
+        print(f"| {s} | " + " | ".join(cell(m[L]) if L in m else "–" for L in lengths) + " |")
 
     if args.angles:
         angles = [r for _, r in read_checked(args.angles, ANGLE_COLUMNS, "probe angles", SCRIPT)]
         print()
         print(f"decorrelation distance per layer (bytes): median / max over blocks of the mixing window "
-              f"(eps = {angles[0]['eps']:g} if any); twice the training length = {2 * T:g}")
+              f"(eps = {angles[0]['eps']:g}); twice the training length = {2 * T:g}")
         print("| scheme | layer | median | max | blocks mixed within 2x | max beta |")
         print("|---|---:|---:|---:|---:|---:|")
         for s in ordered({r["scheme"] for r in angles}):
