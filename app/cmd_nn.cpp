@@ -18,6 +18,7 @@
 #include "nn/config.h"
 #include "nn/experiment.h"
 #include "nn/passkey.h"
+#include "nn/probe.h"
 #include "nn/train.h"
 #include "stats/distributed.h"
 
@@ -93,6 +94,38 @@ int cmd_passkey(const std::vector<std::string>& args) {
   set_threads(threads);
   if (out.empty()) out = (fs::path(run) / "passkey.csv").string();
   std::fputs(nn::passkey_run(run, lengths, depths, trials, uint64_t(seed), out, !quiet).c_str(), stdout);
+  return 0;
+}
+
+int cmd_probe(const std::vector<std::string>& args) {
+  CLI::App app{"look inside trained runs: far mass, far-weight norm, entropy and logit range of every attention "
+               "row against Proposition 3's bound, and the step angles' gaps and mixing windows",
+               "routelab probe"};
+  nn::ProbeOptions o;
+  bool quiet = false;
+  int threads = 0;
+  long long window = 0;
+  app.add_option("--run", o.runs, "run directories written by routelab train (one or more)")->required();
+  app.add_option("--lengths", o.lengths,
+                 "window lengths: multiples of the training length (4x) or integers (default 1x,...,64x)");
+  app.add_option("--window", window, "near window W: keys more than W back are far (default: training length / 4)");
+  app.add_option("--max-windows", o.max_windows,
+                 "evaluation windows probed per length, the first ones (default 4: 64x of 128 in about a minute)");
+  app.add_option("--eps", o.eps, "mixing windows: the distance where |E e^{i Theta}| falls below eps (default 0.05)");
+  app.add_option("--csv", o.csv, "CSV (default RUN/probe.csv for one run); angles go to FILE-angles.csv");
+  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
+  app.add_flag("--quiet", quiet, "no progress lines");
+  if (int s = parse_subcommand(app, args, "probe"); s >= 0) return s;
+  set_threads(threads);
+  if (window < 1 && app.count("--window"))
+    throw nn::ConfigError(fmt::format("--window: {} must be at least 1", window));
+  o.window = window;
+  o.progress = !quiet;
+  if (o.csv.empty()) {
+    if (o.runs.size() > 1) throw nn::ConfigError("--csv: name the output file when probing several runs");
+    o.csv = (fs::path(o.runs[0]) / "probe.csv").string();
+  }
+  std::fputs(nn::probe_runs(o).c_str(), stdout);
   return 0;
 }
 

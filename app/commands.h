@@ -25,6 +25,8 @@ int cmd_train(const std::vector<std::string>& args);
 int cmd_eval(const std::vector<std::string>& args);
 // routelab passkey --run RUN_DIR --lengths ... --depths ... [--trials N]
 int cmd_passkey(const std::vector<std::string>& args);
+// routelab probe --run RUN_DIR... --lengths ... [--window W] [--csv FILE]
+int cmd_probe(const std::vector<std::string>& args);
 // routelab experiment FILE.toml [--threads T]
 int cmd_experiment(const std::vector<std::string>& args);
 

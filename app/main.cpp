@@ -8,6 +8,7 @@
 //   routelab train --config FILE [--out RUN] [--resume]
 //   routelab eval --run RUN --lengths 1x,...,64x
 //   routelab passkey --run RUN --lengths ... --depths ...   retrieval accuracy
+//   routelab probe --run RUN --lengths ... attention rows and angle gaps of a trained run
 //   routelab experiment FILE.toml          every scheme and seed, CSV, figure
 // Under mpirun, every rank computes its share of each sample stream and rank 0
 // writes.
@@ -112,6 +113,7 @@ int run(int argc, char** argv) {
         return bad_input(args[0] + " runs as one process; under mpirun only train splits its batch over ranks");
       if (args[0] == "eval") return cmd_eval(rest);
       if (args[0] == "passkey") return cmd_passkey(rest);
+      if (args[0] == "probe") return cmd_probe(rest);
       if (args[0] == "experiment") return cmd_experiment(rest);
     }
 
@@ -134,6 +136,7 @@ int run(int argc, char** argv) {
     app.add_subcommand("train", "train a transformer from a TOML config (routelab train --help)");
     app.add_subcommand("eval", "evaluate a trained run far past its length (routelab eval --help)");
     app.add_subcommand("passkey", "passkey retrieval against length and depth (routelab passkey --help)");
+    app.add_subcommand("probe", "far mass and angle gaps inside trained runs (routelab probe --help)");
     app.add_subcommand("experiment", "train, evaluate and plot every scheme and seed (routelab experiment --help)");
     auto* merge = app.add_subcommand("merge", "combine the partial CSVs of --shard K/N runs into one file");
     std::vector<std::string> partials;

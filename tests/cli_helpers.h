@@ -63,4 +63,23 @@ inline int count_lines(const std::string& s) {
   return n;
 }
 
+inline const std::string kSlice = std::string(ROUTELAB_SOURCE_DIR) + "/tests/data/brown-slice";
+
+// A model small enough that a thousand steps take well under a second.
+inline std::string tiny_config(const std::string& scheme, int steps, int checkpoint_every,
+                               const std::string& corpus = kSlice) {
+  return "[model]\nd_model = 16\nheads = 2\nlayers = 1\nmlp_ratio = 2\ncontext = 16\nscheme = \"" + scheme +
+         "\"\n[train]\nbatch = 4\nwarmup = 2\nsteps = " + std::to_string(steps) +
+         "\ncheckpoint_every = " + std::to_string(checkpoint_every) + "\nlog_every = 5\n[data]\ncorpus = \"" +
+         corpus + "\"\n";
+}
+
+// One line on stderr, exit 2, nothing on stdout.
+inline void expect_refusal(const CliResult& r, const std::string& says) {
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 }  // namespace routelab::testing

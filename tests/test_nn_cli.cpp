@@ -23,17 +23,6 @@ namespace {
 
 using namespace routelab::testing;
 
-const std::string kSlice = std::string(ROUTELAB_SOURCE_DIR) + "/tests/data/brown-slice";
-
-// A model small enough that a thousand steps take well under a second.
-std::string tiny_config(const std::string& scheme, int steps, int checkpoint_every,
-                        const std::string& corpus = kSlice) {
-  return "[model]\nd_model = 16\nheads = 2\nlayers = 1\nmlp_ratio = 2\ncontext = 16\nscheme = \"" + scheme +
-         "\"\n[train]\nbatch = 4\nwarmup = 2\nsteps = " + std::to_string(steps) +
-         "\ncheckpoint_every = " + std::to_string(checkpoint_every) + "\nlog_every = 5\n[data]\ncorpus = \"" +
-         corpus + "\"\n";
-}
-
 // The step of a run directory's checkpoint (0 if none yet).
 int checkpoint_step(const fs::path& run) {
   const std::string ck = slurp(run / "checkpoint.bin");
@@ -127,14 +116,6 @@ TEST(nn_cli, quick_experiment_gathers_every_scheme_and_length) {
   const std::string first = slurp(tmp / "out/x.csv");
   ASSERT_EQ(run_routelab("experiment e.toml --no-plot --quiet", tmp.path, tmp.path).status, 0);
   EXPECT_EQ(slurp(tmp / "out/x.csv"), first);
-}
-
-// One line on stderr, exit 2, and the named path untouched.
-void expect_refusal(const CliResult& r, const std::string& says) {
-  EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_EQ(count_lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
 TEST(nn_cli, passkey_writes_one_row_per_length_and_depth) {

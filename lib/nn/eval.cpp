@@ -20,18 +20,8 @@ EvalResult evaluate(Model<float>& model, const std::vector<uint8_t>& stream, int
   r.batch = eval_batch(L);
   for (int64_t lo = 0; lo < L; lo = lo == 0 ? 1 : 2 * lo) r.bins.push_back({lo, std::min(L, lo == 0 ? 1 : 2 * lo), 0, 0});
   std::vector<double> bin_nats(r.bins.size(), 0.0);
-  std::vector<int> tokens, targets;
   double total_nats = 0;
-  for (int64_t w0 = 0, pass = 0; w0 < r.windows; w0 += r.batch, ++pass) {
-    const int B = int(std::min<int64_t>(r.batch, r.windows - w0));
-    tokens.resize(std::size_t(B) * L);
-    targets.resize(tokens.size());
-    for (int b = 0; b < B; ++b)
-      for (int64_t t = 0; t < L; ++t) {
-        tokens[b * L + t] = stream[(w0 + b) * L + t];
-        targets[b * L + t] = stream[(w0 + b) * L + t + 1];
-      }
-    model.forward(tokens.data(), targets.data(), B, int(L), kEvalPass + uint64_t(pass), false);
+  forward_windows(model, stream, L, r.windows, [&](int64_t, int B) {
     const float* losses = model.losses();
     for (int b = 0; b < B; ++b)
       for (std::size_t k = 0; k < r.bins.size(); ++k)
@@ -39,7 +29,7 @@ EvalResult evaluate(Model<float>& model, const std::vector<uint8_t>& stream, int
           bin_nats[k] += losses[b * L + t];
           total_nats += losses[b * L + t];
         }
-  }
+  });
   r.tokens = r.windows * L;
   r.bits_per_byte = total_nats / double(r.tokens) / std::log(2.0);
   r.ppl = std::exp(total_nats / double(r.tokens));
@@ -48,6 +38,24 @@ EvalResult evaluate(Model<float>& model, const std::vector<uint8_t>& stream, int
     r.bins[k].bits_per_byte = bin_nats[k] / double(r.bins[k].tokens) / std::log(2.0);
   }
   return r;
+}
+
+void forward_windows(Model<float>& model, const std::vector<uint8_t>& stream, int64_t L, int64_t windows,
+                     const std::function<void(int64_t w0, int B)>& done) {
+  const int batch = eval_batch(L);
+  std::vector<int> tokens, targets;
+  for (int64_t w0 = 0, pass = 0; w0 < windows; w0 += batch, ++pass) {
+    const int B = int(std::min<int64_t>(batch, windows - w0));
+    tokens.resize(std::size_t(B) * L);
+    targets.resize(tokens.size());
+    for (int b = 0; b < B; ++b)
+      for (int64_t t = 0; t < L; ++t) {
+        tokens[b * L + t] = stream[(w0 + b) * L + t];
+        targets[b * L + t] = stream[(w0 + b) * L + t + 1];
+      }
+    model.forward(tokens.data(), targets.data(), B, int(L), kEvalPass + uint64_t(pass), false);
+    done(w0, B);
+  }
 }
 
 std::vector<int64_t> parse_lengths(const std::string& text, int64_t train_len) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,12 @@ int eval_batch(int64_t L);
 inline constexpr uint64_t kEvalPass = uint64_t(1) << 36;
 
 EvalResult evaluate(Model<float>& model, const std::vector<uint8_t>& stream, int64_t L);
+
+// The model over the first `windows` windows of L bytes as evaluate() runs
+// them (eval_batch(L) per forward pass, pass ids kEvalPass + pass, so the same
+// random angles); after each pass, done(w0, B) for windows [w0, w0 + B).
+void forward_windows(Model<float>& model, const std::vector<uint8_t>& stream, int64_t L, int64_t windows,
+                     const std::function<void(int64_t w0, int B)>& done);
 
 // "1x,2x,64x" (multiples of the training length) or plain lengths "128,512".
 // Throws std::invalid_argument naming the bad item.

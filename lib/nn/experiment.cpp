@@ -123,14 +123,12 @@ ExperimentConfig load_experiment_config(const std::string& path) {
 std::string eval_csv_header() { return "scheme,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n"; }
 std::string positions_csv_header() { return "scheme,seed,train_len,eval_len,pos_lo,pos_hi,tokens,bits_per_byte\n"; }
 
-namespace {
-std::string with_suffix(const std::string& csv, const std::string& suffix) {
+std::string csv_with_suffix(const std::string& csv, const std::string& suffix) {
   return (csv.ends_with(".csv") ? csv.substr(0, csv.size() - 4) : csv) + suffix;
 }
-}  // namespace
 
-std::string positions_path(const std::string& eval_csv) { return with_suffix(eval_csv, "-positions.csv"); }
-std::string passkey_path(const std::string& eval_csv) { return with_suffix(eval_csv, "-passkey.csv"); }
+std::string positions_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-positions.csv"); }
+std::string passkey_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-passkey.csv"); }
 
 TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengths_text) {
   TrainedRun r;

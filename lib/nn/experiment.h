@@ -34,6 +34,8 @@ ExperimentConfig load_experiment_config(const std::string& path);
 // The eval CSV's columns, shared by `routelab eval` and experiments.
 std::string eval_csv_header();
 std::string positions_csv_header();
+// FILE.csv -> FILE<suffix> (FILE-positions.csv for suffix "-positions.csv").
+std::string csv_with_suffix(const std::string& csv, const std::string& suffix);
 // FILE.csv -> FILE-positions.csv, FILE-passkey.csv
 std::string positions_path(const std::string& eval_csv);
 std::string passkey_path(const std::string& eval_csv);

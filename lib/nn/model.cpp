@@ -198,6 +198,7 @@ double Model<R>::forward(const int* tokens, const int* targets, int B, int T, ui
     }
     const R* cs = rotary ? L.cs : nullptr;
     split_heads_forward(L.q, L.k, L.v, L.qkv, cs, scheme_.values, shape);
+    if (observer_) observer_(l, L.q, L.k, score_bias(L.cum), shape);
     attention_forward(L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
     merge_heads_forward(L.atty, L.o, scheme_.values ? cs : nullptr, shape);
     matmul_forward(L.attproj, L.atty, P + lp.attprojw, P + lp.attprojb, N, int(C), int(C));

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,6 +59,13 @@ class Model {
   // linearly in B x T; evaluation shares one buffer set across layers).
   std::size_t arena_floats() const;
 
+  // Sees every layer's q and k (B, H, T, hd), rotated by the scheme, and the
+  // score bias just before attention (routelab probe). Evaluation shares one
+  // arena across layers, so an observer must read q and k during the call.
+  using AttentionObserver =
+      std::function<void(int layer, const R* q, const R* k, ScoreBias<R> bias, AttentionShape shape)>;
+  void set_attention_observer(AttentionObserver f) { observer_ = std::move(f); }
+
  private:
   struct Arena;
   ScoreBias<R> score_bias(const R* cum) const;
@@ -71,6 +79,7 @@ class Model {
   std::vector<int> tokens_, targets_;
   std::vector<double> theta_, dtheta_;
   int B_ = 0, T_ = 0;
+  AttentionObserver observer_;
 };
 
 }  // namespace routelab::nn

@@ -1,0 +1,327 @@
+#include "nn/probe.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <filesystem>
+
+#include <Eigen/Core>
+#include <fmt/core.h>
+
+#include "attention/far_mass.h"
+#include "io/table.h"
+#include "nn/eval.h"
+#include "nn/experiment.h"
+#include "nn/train.h"
+#include "theory/far_mass_bounds.h"
+#include "theory/haar_score_law.h"
+#include "theory/step_gaps.h"
+
+namespace routelab::nn {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using MatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// attention_forward's score scale, in R as it computes it, then widened.
+template <class R>
+double score_scale(int hd) {
+  return double(R(1) / std::sqrt(R(hd)));
+}
+
+// Query i's logits from one head's q and k already in double (T x hd each).
+template <class R>
+void row_logits(double* logits, const MatD& Q, const MatD& K, double scale, double slope, const R* cum, int64_t i) {
+  Eigen::Map<Eigen::VectorXd> l(logits, i + 1);
+  l.noalias() = K.topRows(i + 1) * Q.row(i).transpose();
+  l *= scale;
+  if (slope != 0)
+    for (int64_t j = 0; j <= i; ++j) l(j) -= slope * double(i - j);
+  if (cum)
+    for (int64_t j = 0; j <= i; ++j) l(j) += double(cum[i]) - double(cum[j]);
+}
+
+// One head's q or k, (T, hd) rows of the (B, H, T, hd) tensor, in double.
+template <class R>
+MatD head_matrix(const R* x, AttentionShape s, int64_t bh) {
+  return Eigen::Map<const Eigen::Matrix<R, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+             x + bh * s.T * s.hd, s.T, s.hd)
+      .template cast<double>();
+}
+
+// The first position of eval's last log2 bin [lo, L).
+int64_t last_bin_start(int64_t L) {
+  int64_t lo = 1;
+  while (2 * lo < L) lo *= 2;
+  return L > 1 ? lo : 0;
+}
+
+std::size_t angle_table_offset(const Model<float>& model, int layer) {
+  const std::string name = "layer" + std::to_string(layer) + ".angles";
+  for (const auto& t : model.tensors())
+    if (t.name == name) return t.offset;
+  throw std::logic_error("no tensor " + name);
+}
+
+std::string window_text(long long w) { return w < 0 ? "inf" : std::to_string(w); }
+
+}  // namespace
+
+RowStats attention_row_stats(const double* logits, int64_t keys, int64_t window) {
+  const int64_t i = keys - 1;
+  const Eigen::Map<const Eigen::ArrayXd> l(logits, keys);
+  const double hi = l.maxCoeff(), lo = l.minCoeff();
+  // Entropy -sum p log p = log z - sum e (l - hi) / z, e = e^{l - hi}, z = sum e
+  // (Eigen's vectorized exp: this loop and the accumulator's are the probe's cost).
+  const Eigen::ArrayXd shifted = l - hi, e = shifted.exp();
+  const double z = e.sum(), zl = (e * shifted).sum();
+  FarMassAccumulator acc;
+  for (int64_t j = 0; j < keys; ++j) {
+    if (i - j > window)
+      acc.add_far(logits[j]);
+    else
+      acc.add_near(logits[j]);
+  }
+  const double lambda = (hi - lo) / 2;
+  return {acc.far_mass(), acc.far_norm(), std::log(z) - zl / z, lambda,
+          theory::prop3_far_mass_lower(double(i - window), double(window + 1), lambda)};
+}
+
+template <class R>
+void attention_row_logits(double* logits, const R* q, const R* k, ScoreBias<R> bias, AttentionShape s, int64_t b,
+                          int h, int64_t i) {
+  const int64_t bh = b * s.H + h;
+  row_logits(logits, head_matrix(q, s, bh), head_matrix(k, s, bh), score_scale<R>(s.hd),
+             bias.slopes ? bias.slopes[h] : 0.0, bias.cum ? bias.cum + bh * s.T : nullptr, i);
+}
+
+void HeadProbe::add(const RowStats& r, bool last_bin) {
+  ++queries;
+  far_mass += r.far_mass;
+  far_norm += r.far_norm;
+  entropy += r.entropy;
+  logit_range += r.logit_range;
+  far_mass_lower_bound += r.far_mass_lower_bound;
+  if (last_bin) ++last_bin_queries, far_mass_last_bin += r.far_mass;
+  const double slack = r.far_mass - r.far_mass_lower_bound;
+  min_slack = std::min(min_slack, slack);
+  // The catalogue's tolerance for deterministic bounds: relative 1e-12.
+  if (slack < -1e-12 * r.far_mass_lower_bound) ++bound_violations;
+}
+
+template <class R>
+void probe_attention(HeadProbe* heads, const R* q, const R* k, ScoreBias<R> bias, AttentionShape s, int64_t window) {
+  const int64_t BH = int64_t(s.B) * s.H, T = s.T, rows = T - window - 1;
+  if (rows <= 0) return;
+  std::vector<MatD> Q(BH), K(BH);
+#pragma omp parallel for schedule(static)
+  for (int64_t bh = 0; bh < BH; ++bh) Q[bh] = head_matrix(q, s, bh), K[bh] = head_matrix(k, s, bh);
+  const double scale = score_scale<R>(s.hd);
+  std::vector<RowStats> stats(std::size_t(BH * rows));
+#pragma omp parallel
+  {
+    std::vector<double> logits(T);
+#pragma omp for schedule(dynamic, 16)
+    for (int64_t task = 0; task < BH * rows; ++task) {
+      const int64_t bh = task / rows, i = window + 1 + task % rows;
+      row_logits(logits.data(), Q[bh], K[bh], scale, bias.slopes ? bias.slopes[bh % s.H] : 0.0,
+                 bias.cum ? bias.cum + bh * T : nullptr, i);
+      stats[task] = attention_row_stats(logits.data(), i + 1, window);
+    }
+  }
+  const int64_t last = last_bin_start(T);
+  for (int64_t task = 0; task < BH * rows; ++task)
+    heads[(task / rows) % s.H].add(stats[task], window + 1 + task % rows >= last);
+}
+
+std::vector<BlockGap> angle_gaps(const Model<float>& model, const std::vector<double>& byte_freq, double eps) {
+  const ModelConfig& m = model.config();
+  const SchemeInfo* scheme = find_scheme(m.scheme);
+  if (!scheme || scheme->angles == AngleKind::none) return {};
+  const std::vector<double> f = angle_frequencies(m);
+  const int nb = int(f.size());
+  std::vector<BlockGap> out;
+  for (int l = 0; l < m.layers; ++l) {
+    // The learned table's layout is LearnedAngles': entry (x, b) at x nb + b.
+    const float* table = scheme->angles == AngleKind::learned ? model.params.data() + angle_table_offset(model, l)
+                                                              : nullptr;
+    for (int b = 0; b < nb; ++b) {
+      std::complex<double> mean;
+      switch (scheme->angles) {
+        case AngleKind::rope:
+          mean = 1.0;  // |e^{i f_b}| = 1 exactly; the drift is f_b
+          break;
+        case AngleKind::random:
+          // Example 1: E e^{i psi} = sin(a)/a for psi ~ U(-a, a), a = s f_b.
+          mean = theory::so2_uniform_harmonic(m.angle_scale * f[b]);
+          break;
+        case AngleKind::learned:
+          for (int x = 0; x < 256; ++x) mean += byte_freq[x] * std::polar(1.0, double(table[x * nb + b]));
+          break;
+        case AngleKind::none:
+          break;
+      }
+      const double beta = std::abs(mean);
+      const double drift = scheme->angles == AngleKind::rope ? f[b] : std::arg(mean);
+      out.push_back({l, b, f[b], beta, drift, theory::mixing_window(beta, eps)});
+    }
+  }
+  return out;
+}
+
+long long window_lower_median(std::vector<long long> w) {
+  // Never-mixing blocks (-1) sort last.
+  for (auto& x : w) x = x < 0 ? std::numeric_limits<long long>::max() : x;
+  std::sort(w.begin(), w.end());
+  const long long med = w[(w.size() - 1) / 2];
+  return med == std::numeric_limits<long long>::max() ? -1 : med;
+}
+
+long long window_max(const std::vector<long long>& w) {
+  long long out = 0;
+  for (long long x : w) {
+    if (x < 0) return -1;
+    out = std::max(out, x);
+  }
+  return out;
+}
+
+std::string probe_csv_header() {
+  return "scheme,seed,train_len,eval_len,window,layer,head,windows,queries,far_mass,far_norm,entropy,logit_range,"
+         "far_mass_lower_bound,far_mass_last_bin,bound_violations\n";
+}
+
+std::string probe_angles_csv_header() {
+  return "scheme,seed,train_len,layer,block,frequency,eps,beta,drift,mixing_window,layer_window_median,"
+         "layer_window_max\n";
+}
+
+std::string probe_angles_path(const std::string& csv) { return csv_with_suffix(csv, "-angles.csv"); }
+
+std::string probe_runs(const ProbeOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  if (o.runs.empty()) throw ConfigError("--run: name at least one run directory");
+  if (!(o.eps > 0 && o.eps < 1)) throw ConfigError(fmt::format("--eps: {} is not in (0, 1)", o.eps));
+  if (o.max_windows < 1) throw ConfigError("--max-windows: must be at least 1");
+  if (o.window < 0) throw ConfigError(fmt::format("--window: {} must be at least 1", o.window));
+  // Every run's configuration, lengths and window are checked before any work.
+  for (const auto& dir : o.runs) {
+    const RunConfig c = load_run_dir_config(dir);
+    std::vector<int64_t> lengths;
+    try {
+      lengths = parse_lengths(o.lengths, c.model.context);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(std::string("--lengths: ") + e.what());
+    }
+    const int64_t W = o.window ? o.window : c.model.context / 4;
+    const int64_t shortest = *std::min_element(lengths.begin(), lengths.end());
+    // W = L - 1 would leave no query with a far key.
+    if (W < 1 || W >= shortest - 1)
+      throw ConfigError(fmt::format("--window: {} must be at least 1 and below every length minus 1 (the shortest "
+                                    "length of {} is {})",
+                                    W, dir, shortest));
+    if (!fs::exists(checkpoint_path(dir)))
+      throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", dir));
+  }
+
+  std::string rows, angle_rows;
+  nlohmann::json runs_json = nlohmann::json::array();
+  for (const auto& dir : o.runs) {
+    TrainedRun run = load_trained_run(dir, o.lengths);
+    const RunConfig& c = run.config;
+    Model<float>& model = *run.model;
+    const std::vector<uint8_t>& val = run.corpus.val;
+    const int64_t W = o.window ? o.window : c.model.context / 4;
+    const int H = c.model.heads, layers = c.model.layers;
+    const std::string key = fmt::format("{},{},{}", c.model.scheme, c.train.seed, c.model.context);
+    nlohmann::json per_length = nlohmann::json::array();
+    for (int64_t L : run.lengths) {
+      if (int64_t(val.size()) < L + 1)
+        throw ConfigError(fmt::format("--lengths: {} is longer than the validation stream of {} ({} bytes)", L, dir,
+                                      val.size()));
+      const auto t0 = std::chrono::steady_clock::now();
+      const int64_t windows = std::min<int64_t>(o.max_windows, int64_t(val.size() - 1) / L);
+      std::vector<HeadProbe> heads(std::size_t(layers) * H);
+      model.set_attention_observer([&](int layer, const float* q, const float* k, ScoreBias<float> bias,
+                                       AttentionShape s) { probe_attention(&heads[layer * H], q, k, bias, s, W); });
+      // evaluate()'s windows and pass ids: the same bytes, the same random angles.
+      forward_windows(model, val, L, windows, [](int64_t, int) {});
+      model.set_attention_observer(nullptr);
+      for (int l = 0; l < layers; ++l)
+        for (int h = 0; h < H; ++h) {
+          const HeadProbe& p = heads[l * H + h];
+          const double n = double(p.queries);
+          rows += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", key, L, W, l, h, windows, p.queries,
+                              format_number(p.far_mass / n), format_number(p.far_norm / n),
+                              format_number(p.entropy / n), format_number(p.logit_range / n),
+                              format_number(p.far_mass_lower_bound / n),
+                              format_number(p.far_mass_last_bin / double(p.last_bin_queries)), p.bound_violations);
+        }
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      per_length.push_back({{"eval_len", L}, {"windows", windows}, {"seconds", secs}});
+      if (o.progress)
+        fmt::print(stderr, "probe {} L={}: {} windows in {:.1f} s\n", dir, L, windows, secs);
+    }
+
+    std::vector<double> freq(256, 0.0);
+    for (uint8_t x : val) freq[x] += 1.0 / double(val.size());
+    const std::vector<BlockGap> gaps = angle_gaps(model, freq, o.eps);
+    for (int l = 0; l < layers && !gaps.empty(); ++l) {
+      std::vector<long long> w;
+      for (const auto& g : gaps)
+        if (g.layer == l) w.push_back(g.mixing_window);
+      const std::string median = window_text(window_lower_median(w)), max = window_text(window_max(w));
+      for (const auto& g : gaps)
+        if (g.layer == l)
+          angle_rows += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", key, l, g.block, format_number(g.frequency),
+                                    format_number(o.eps), format_number(g.beta), format_number(g.drift),
+                                    window_text(g.mixing_window), median, max);
+    }
+    runs_json.push_back({{"run", dir},
+                         {"checkpoint_step", run.step},
+                         {"config", to_json(c)},
+                         {"window", W},
+                         {"lengths", per_length}});
+  }
+
+  const std::string csv = probe_csv_header() + rows;
+  write_file_atomic(probe_angles_path(o.csv), probe_angles_csv_header() + angle_rows);
+  write_file_atomic(o.csv, csv);
+  write_sidecar(
+      o.csv,
+      {{"command", "probe"},
+       {"runs", runs_json},
+       {"lengths_text", o.lengths},
+       {"max_windows", o.max_windows},
+       {"eps", o.eps},
+       {"angles_csv", probe_angles_path(o.csv)},
+       {"protocol",
+        {{"stream", "validation"},
+         {"windows", "the first min(max_windows, all) of eval's consecutive windows of L bytes, with eval's pass ids "
+                     "(the same random angles)"},
+         {"rows", "every query i > window of every head, rebuilt in double from the model's q, k and score bias"},
+         {"far_set", "keys j with i - j > window (M = i - window); near set the last window + 1 keys (K)"},
+         {"logit_range", "(max - min)/2 of the row's logits, bias included"},
+         {"far_mass_lower_bound", "Proposition 3 (B.6): M / (M + K e^{2 logit_range})"},
+         {"entropy", "nats"},
+         {"far_mass_last_bin", "mean far mass over queries in eval's last position bin [2^k, L)"},
+         {"means", "over every scored query of every probed window"},
+         {"angles", "learned: psi_b = table[x][b] under the validation byte frequencies; random: U(-s f_b, s f_b); "
+                    "rope: beta = 1. mixing_window = ceil(log(1/eps)/log(1/beta)) (B.2), inf when beta = 1; "
+                    "layer_window_median = lower median over blocks, layer_window_max = max over blocks"}}}},
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return csv;
+}
+
+#define ROUTELAB_PROBE(R)                                                                                      \
+  template void attention_row_logits<R>(double*, const R*, const R*, ScoreBias<R>, AttentionShape, int64_t, int, \
+                                        int64_t);                                                              \
+  template void probe_attention<R>(HeadProbe*, const R*, const R*, ScoreBias<R>, AttentionShape, int64_t);
+ROUTELAB_PROBE(float)
+ROUTELAB_PROBE(double)
+#undef ROUTELAB_PROBE
+
+}  // namespace routelab::nn

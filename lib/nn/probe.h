@@ -1,0 +1,108 @@
+// Looking inside a trained model with the theory's quantities (issue 5, the
+// probe; CATALOGUE §1 and §4).
+//
+// Attention side. The rows a trained model attends with are rebuilt in double
+// from its own q, k and score bias (Model::set_attention_observer) and split
+// at a window W: query i's far set D = {j : i - j > W} holds M = i - W keys,
+// the near set S the last K = W + 1 keys (its own included). Per row: the far
+// mass rho_D and far-weight norm a_D (attention/far_mass.h), the entropy
+// (nats), the logit range lambda = (max - min)/2 over the whole row (so the
+// logits lie in [-lambda, lambda] after a shift) and Proposition 3's lower
+// bound M / (M + K e^{2 lambda}) from that lambda, which every row must meet.
+// Queries i <= W have no far set and are not scored.
+//
+// Angle side. For the rotary schemes the theory's own prediction from the
+// weights: per layer and block b the step angle psi_b's first harmonic
+// E e^{i psi_b} (modulus beta_b, argument the drift), and the mixing window
+// n_b = w_eps(beta_b) (B.2) past which block b's transport has decorrelated.
+//   learned  psi_b = table[x][b] (the model sums table rows as they are), x
+//            a byte of the validation stream with its frequency p(x)
+//   random   psi_b ~ U(-s f_b, s f_b): beta_b = sin(s f_b)/(s f_b) (Example 1)
+//   rope     psi_b = f_b always: beta_b = 1, never mixes
+// Schemes without angles (nope, alibi) have no rows.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "nn/attention.h"
+#include "nn/model.h"
+
+namespace routelab::nn {
+
+struct RowStats {
+  double far_mass, far_norm, entropy, logit_range, far_mass_lower_bound;
+};
+
+// Statistics of one attention row from its logits l_0..l_i (keys = i + 1,
+// the query last); needs window < i so the far set is not empty.
+RowStats attention_row_stats(const double* logits, int64_t keys, int64_t window);
+
+// Query i's logits l_0..l_i of batch element b, head h, in double exactly as
+// attention_forward scores them: scale q_i.k_j with scale = 1/sqrt(hd) in R,
+// minus ALiBi's slope_h (i - j), plus the forget gate's cum_i - cum_j.
+template <class R>
+void attention_row_logits(double* logits, const R* q, const R* k, ScoreBias<R> bias, AttentionShape s, int64_t b,
+                          int h, int64_t i);
+
+// One head's row statistics summed over its scored queries.
+struct HeadProbe {
+  int64_t queries = 0;
+  double far_mass = 0, far_norm = 0, entropy = 0, logit_range = 0, far_mass_lower_bound = 0;
+  // Queries in eval's last position bin [L/2, L).
+  int64_t last_bin_queries = 0;
+  double far_mass_last_bin = 0;
+  // Rows with rho_D below Proposition 3's bound (beyond relative 1e-12): 0.
+  int64_t bound_violations = 0;
+  double min_slack = std::numeric_limits<double>::infinity();  // min of rho_D - bound
+  void add(const RowStats& r, bool last_bin);
+};
+
+// Adds every scored row of one layer's attention (all batch elements; heads
+// into heads[0..H)). Rows are computed in parallel and added in a fixed order,
+// so the sums do not depend on the thread count.
+template <class R>
+void probe_attention(HeadProbe* heads, const R* q, const R* k, ScoreBias<R> bias, AttentionShape s, int64_t window);
+
+// One block's step-angle law.
+struct BlockGap {
+  int layer, block;
+  double frequency;  // f_b
+  double beta;       // |E e^{i psi_b}|
+  double drift;      // arg E e^{i psi_b} (radians per byte)
+  long long mixing_window;  // w_eps(beta_b); -1: never mixes
+};
+
+// Every layer's blocks for a model with angles (empty without); byte_freq is
+// p(x), x < 256, used by learned tables.
+std::vector<BlockGap> angle_gaps(const Model<float>& model, const std::vector<double>& byte_freq, double eps);
+
+// A layer's decorrelation distances from its blocks' windows (-1 = never):
+// the lower median (by then half the blocks, half the terms of the matched
+// score (1/B) sum_b cos Theta_b, have mixed) and the max (every block mixed:
+// the operator-norm window of Theorem 1 at beta = max_b beta_b). -1: never.
+long long window_lower_median(std::vector<long long> windows);
+long long window_max(const std::vector<long long>& windows);
+
+struct ProbeOptions {
+  std::vector<std::string> runs;
+  std::string lengths = "1x,2x,4x,8x,16x,32x,64x";
+  int64_t window = 0;  // 0: a quarter of the training length
+  int max_windows = 4;
+  double eps = 0.05;
+  std::string csv;  // FILE.csv; angles go to FILE-angles.csv
+  bool progress = false;
+};
+
+std::string probe_csv_header();
+std::string probe_angles_csv_header();
+std::string probe_angles_path(const std::string& csv);
+
+// Probes every run at every length and writes both CSVs and the sidecar, all
+// or nothing. Bad options are a ConfigError (or RunDirError) before any work.
+// Returns the probe CSV.
+std::string probe_runs(const ProbeOptions& o);
+
+}  // namespace routelab::nn

@@ -1,0 +1,241 @@
+// routelab probe: the per-row statistics against a softmax written out by
+// hand, the rebuilt rows against the model's own attention (its log-sum-exp),
+// Proposition 3's bound on every row of a trained model, the angle gaps
+// against their closed forms, and the command as a user meets it. Each check
+// names a planted error it must reject.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <omp.h>
+
+#include "cli_helpers.h"
+#include "nn/attention.h"
+#include "nn/config.h"
+#include "nn/eval.h"
+#include "nn/experiment.h"
+#include "nn/model.h"
+#include "nn/probe.h"
+#include "nn/train.h"
+#include "rng/stream.h"
+
+namespace {
+
+using namespace routelab;
+using namespace routelab::nn;
+using namespace routelab::testing;
+
+// The row statistics the slow way: weights p_j = e^{l_j} / sum e^{l}, the far
+// set {j : i - j > far_after}.
+RowStats by_hand(const std::vector<double>& l, int64_t far_after) {
+  const int64_t i = int64_t(l.size()) - 1;
+  double z = 0;
+  for (double x : l) z += std::exp(x);
+  double rho = 0, a2 = 0, H = 0;
+  for (int64_t j = 0; j <= i; ++j) {
+    const double p = std::exp(l[j]) / z;
+    H -= p * std::log(p);
+    if (i - j > far_after) rho += p, a2 += p * p;
+  }
+  const auto [lo, hi] = std::minmax_element(l.begin(), l.end());
+  const double lambda = (*hi - *lo) / 2;
+  const double M = double(i - far_after), K = double(far_after + 1);
+  return {rho, std::sqrt(a2), H, lambda, M / (M + K * std::exp(2 * lambda))};
+}
+
+TEST(nn_probe, row_statistics_match_a_softmax_written_out) {
+  Stream s(7, 1);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<double> l(5 + trial);
+    for (double& x : l) x = 3 * s.normal();
+    const int64_t W = 1 + trial % 3;
+    const RowStats got = attention_row_stats(l.data(), int64_t(l.size()), W), want = by_hand(l, W);
+    EXPECT_NEAR(got.far_mass, want.far_mass, 1e-13);
+    EXPECT_NEAR(got.far_norm, want.far_norm, 1e-13);
+    EXPECT_NEAR(got.entropy, want.entropy, 1e-12);
+    EXPECT_DOUBLE_EQ(got.logit_range, want.logit_range);
+    EXPECT_NEAR(got.far_mass_lower_bound, want.far_mass_lower_bound, 1e-15);
+    EXPECT_GE(got.far_mass, got.far_mass_lower_bound);
+    // Planted: a far set off by one (i - j >= W) moves rho_D by a whole weight.
+    EXPECT_GT(std::abs(by_hand(l, W - 1).far_mass - got.far_mass), 1e-6);
+  }
+  // Extremal row of Proposition 3: near logits +lambda, far -lambda: equality.
+  std::vector<double> l = {-2, -2, -2, 2, 2};
+  const RowStats r = attention_row_stats(l.data(), 5, 1);
+  EXPECT_NEAR(r.far_mass, r.far_mass_lower_bound, 1e-15);
+}
+
+// A tiny model with strong logits (its qkv weights scaled up), so a wrong
+// scale or bias shows in the softmax.
+std::unique_ptr<Model<float>> strong_model(const std::string& scheme) {
+  ModelConfig m;
+  m.d_model = 16, m.heads = 2, m.layers = 2, m.mlp_ratio = 2, m.context = 16, m.scheme = scheme;
+  auto model = std::make_unique<Model<float>>(m, 3);
+  for (const auto& t : model->tensors())
+    if (t.name.ends_with("qkvw"))
+      for (std::size_t j = 0; j < t.size; ++j) model->params[t.offset + j] *= 40;
+  return model;
+}
+
+// max over rows of |logsumexp(rebuilt logits * stretch) - the model's lse|.
+template <class Fn>
+double max_lse_error(Model<float>& model, Fn stretch) {
+  const int B = 2, T = 48;
+  std::vector<int> tokens(B * T), targets(B * T);
+  Stream s(11, 2);
+  for (int& x : tokens) x = int(s.below(256));
+  for (int& x : targets) x = int(s.below(256));
+  double worst = 0;
+  model.set_attention_observer([&](int, const float* q, const float* k, ScoreBias<float> bias, AttentionShape sh) {
+    const std::size_t n = std::size_t(sh.B) * sh.H * sh.T;
+    std::vector<float> o(n * sh.hd), lse(n);
+    attention_forward(o.data(), lse.data(), q, k, k, bias, sh);
+    std::vector<double> l(sh.T);
+    for (int b = 0; b < sh.B; ++b)
+      for (int h = 0; h < sh.H; ++h)
+        for (int64_t i = 0; i < sh.T; ++i) {
+          attention_row_logits(l.data(), q, k, bias, sh, b, h, i);
+          double hi = -1e300, z = 0;
+          for (int64_t j = 0; j <= i; ++j) hi = std::max(hi, stretch(l[j], i - j));
+          for (int64_t j = 0; j <= i; ++j) z += std::exp(stretch(l[j], i - j) - hi);
+          const double want = lse[(int64_t(b) * sh.H + h) * sh.T + i];
+          worst = std::max(worst, std::abs(hi + std::log(z) - want) / (1 + std::abs(want)));
+        }
+  });
+  model.forward(tokens.data(), targets.data(), B, T, 5, false);
+  model.set_attention_observer(nullptr);
+  return worst;
+}
+
+TEST(nn_probe, rebuilt_rows_are_the_models_own_softmax) {
+  const auto same = [](double l, int64_t) { return l; };
+  for (const char* scheme : {"rope", "random_qkv", "alibi", "learned_qkv_forget"}) {
+    auto model = strong_model(scheme);
+    const double err = max_lse_error(*model, same);
+    EXPECT_LT(err, 2e-5) << scheme;
+    // Planted: the score scale applied twice (1/hd instead of 1/sqrt(hd)).
+    const double hd = model->config().head_dim();
+    EXPECT_GT(max_lse_error(*model, [&](double l, int64_t) { return l / std::sqrt(hd); }), 100 * 2e-5) << scheme;
+    // Planted: a distance bias off by 0.1 per byte (a misread ALiBi slope or forget gate).
+    EXPECT_GT(max_lse_error(*model, [](double l, int64_t d) { return l + 0.1 * double(d); }), 100 * 2e-5) << scheme;
+  }
+}
+
+TEST(nn_probe, every_row_of_a_trained_model_meets_proposition_3) {
+  TempDir tmp;
+  for (const char* scheme : {"learned_qkv", "alibi"}) {
+    spit(tmp / "c.toml", tiny_config(scheme, 40, 40));
+    train_run(load_run_config((tmp / "c.toml").string()), {(tmp / scheme).string(), false, false});
+    TrainedRun run = load_trained_run((tmp / scheme).string(), "4x");
+    const int64_t W = 3, L = 64;
+    const int H = run.config.model.heads;
+    std::vector<HeadProbe> heads(run.config.model.layers * H);
+    run.model->set_attention_observer([&](int layer, const float* q, const float* k, ScoreBias<float> bias,
+                                          AttentionShape s) { probe_attention(&heads[layer * H], q, k, bias, s, W); });
+    std::vector<int> tokens(2 * L), targets(2 * L);
+    for (int64_t t = 0; t < 2 * L; ++t) tokens[t] = run.corpus.val[t], targets[t] = run.corpus.val[t + 1];
+    run.model->forward(tokens.data(), targets.data(), 2, int(L), kEvalPass, false);
+    for (const HeadProbe& p : heads) {
+      EXPECT_EQ(p.queries, 2 * (L - W - 1)) << scheme;
+      EXPECT_EQ(p.bound_violations, 0) << scheme;
+      EXPECT_GE(p.min_slack, 0.0) << scheme;
+      EXPECT_GT(p.far_mass, 0.0) << scheme;
+    }
+    // The observer's sums do not depend on the thread count.
+    std::vector<HeadProbe> again(heads.size());
+    run.model->set_attention_observer([&](int layer, const float* q, const float* k, ScoreBias<float> bias,
+                                          AttentionShape s) { probe_attention(&again[layer * H], q, k, bias, s, W); });
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(threads == 1 ? 2 : 1);
+    run.model->forward(tokens.data(), targets.data(), 2, int(L), kEvalPass, false);
+    omp_set_num_threads(threads);
+    for (std::size_t n = 0; n < heads.size(); ++n) {
+      EXPECT_EQ(again[n].far_mass, heads[n].far_mass);
+      EXPECT_EQ(again[n].entropy, heads[n].entropy);
+    }
+  }
+}
+
+TEST(nn_probe, angle_gaps_follow_their_closed_forms) {
+  ModelConfig m;
+  m.d_model = 16, m.heads = 2, m.layers = 2, m.mlp_ratio = 2, m.context = 16;
+  const double eps = 0.05;
+  std::vector<double> p(256, 0.0);
+  p[0] = p[1] = 0.5;
+  const std::vector<double> f = angle_frequencies(m);
+  // Learned: psi = +a with probability 1/2, -a otherwise: beta = |cos a|, no drift.
+  m.scheme = "learned_qkv";
+  Model<float> learned(m, 1);
+  for (const auto& t : learned.tensors())
+    if (t.name.ends_with("angles"))
+      for (int b = 0; b < 4; ++b) {
+        learned.params[t.offset + b] = 0.3f * float(b + 1);       // byte 0
+        learned.params[t.offset + 4 + b] = -0.3f * float(b + 1);  // byte 1
+      }
+  for (const BlockGap& g : angle_gaps(learned, p, eps)) {
+    const double a = double(0.3f * (g.block + 1));
+    EXPECT_NEAR(g.beta, std::abs(std::cos(a)), 1e-7);
+    EXPECT_NEAR(g.drift, 0.0, 1e-7);
+    EXPECT_EQ(g.mixing_window, (long long)std::ceil(std::log(1 / eps) / std::log(1 / std::abs(std::cos(a)))));
+  }
+  // Random: Example 1 at a = s f_b.
+  m.scheme = "random_qk", m.angle_scale = 2;
+  Model<float> random(m, 1);
+  const auto gaps = angle_gaps(random, p, eps);
+  ASSERT_EQ(gaps.size(), 2u * 4);
+  for (const BlockGap& g : gaps) EXPECT_NEAR(g.beta, std::sin(2 * f[g.block]) / (2 * f[g.block]), 1e-15);
+  // RoPE never mixes; nope has no angles.
+  m.scheme = "rope";
+  for (const BlockGap& g : angle_gaps(Model<float>(m, 1), p, eps)) EXPECT_EQ(g.mixing_window, -1);
+  m.scheme = "nope";
+  EXPECT_TRUE(angle_gaps(Model<float>(m, 1), p, eps).empty());
+  EXPECT_EQ(window_lower_median({5, 1, -1, 3}), 3);
+  EXPECT_EQ(window_lower_median({-1, -1, 2}), -1);
+  EXPECT_EQ(window_max({5, 1, 3}), 5);
+  EXPECT_EQ(window_max({5, -1}), -1);
+}
+
+TEST(nn_cli, probe_writes_rows_angles_and_protocol_the_same_on_any_thread_count) {
+  TempDir tmp;
+  spit(tmp / "c.toml", tiny_config("learned_qkv", 20, 20));
+  ASSERT_EQ(run_routelab("train --config c.toml --out run --quiet", tmp.path, tmp.path).status, 0);
+  const std::string args = "probe --run run --lengths 1x,64 --window 4 --max-windows 2 --quiet";
+  const auto r = run_routelab(args + " --threads 1", tmp.path, tmp.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string csv = slurp(tmp / "run/probe.csv");
+  EXPECT_EQ(csv, r.out);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')) + "\n", probe_csv_header());
+  EXPECT_EQ(count_lines(csv), 1 + 2 * 1 * 2);  // lengths x layers x heads
+  EXPECT_NE(csv.find("\nlearned_qkv,1,16,64,4,0,1,2,118,"), std::string::npos) << csv;  // 2 windows x (64 - 5)
+  // bound_violations, the last column, is 0 on every row.
+  for (std::size_t at = csv.find('\n'); at + 1 < csv.size(); at = csv.find('\n', at + 1))
+    EXPECT_EQ(csv.substr(csv.rfind(',', csv.find('\n', at + 1)), 3), ",0\n") << csv;
+  const std::string angles = slurp(tmp / "run/probe-angles.csv");
+  EXPECT_EQ(count_lines(angles), 1 + 1 * 4);  // layers x blocks
+  const auto side = nlohmann::json::parse(slurp(tmp / "run/probe.csv.json"));
+  EXPECT_EQ(side["runs"][0]["window"], 4);
+  EXPECT_EQ(side["eps"], 0.05);
+  const auto two = run_routelab(args + " --threads 2 --csv two.csv", tmp.path, tmp.path);
+  ASSERT_EQ(two.status, 0) << two.err;
+  EXPECT_EQ(slurp(tmp / "two.csv"), csv);
+  EXPECT_EQ(slurp(tmp / "two-angles.csv"), angles);
+}
+
+TEST(nn_cli, probe_refuses_bad_input_before_writing) {
+  TempDir tmp;
+  spit(tmp / "c.toml", tiny_config("rope", 5, 5));
+  ASSERT_EQ(run_routelab("train --config c.toml --out run --quiet", tmp.path, tmp.path).status, 0);
+  expect_refusal(run_routelab("probe --run nowhere", tmp.path, tmp.path), "not a run directory");
+  expect_refusal(run_routelab("probe --run run --lengths 2y", tmp.path, tmp.path), "--lengths: '2y'");
+  expect_refusal(run_routelab("probe --run run --window 0", tmp.path, tmp.path), "--window");
+  expect_refusal(run_routelab("probe --run run --lengths 1x,8 --window 8", tmp.path, tmp.path), "--window: 8");
+  expect_refusal(run_routelab("probe --run run --bogus 3", tmp.path, tmp.path), "--bogus");
+  expect_refusal(run_routelab("probe --run run --eps 1", tmp.path, tmp.path), "--eps");
+  expect_refusal(run_routelab("probe --run run run", tmp.path, tmp.path), "--csv");
+  EXPECT_FALSE(fs::exists(tmp / "run/probe.csv"));
+  EXPECT_FALSE(fs::exists(tmp / "run/probe-angles.csv"));
+}
+
+}  // namespace
