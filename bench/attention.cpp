@@ -1,0 +1,145 @@
+// bench_attention: one attention layer's forward + backward, tokens per
+// second, at the default model's heads (H = 4, hd = 32), for the SO(2) path
+// (rope: rotate q, k in split_heads, streamed softmax attention) against
+// PaTH's Householder transport (nn/householder.h, row-by-row fast path),
+// with and without value transport. Each method's batch is sized so one
+// measurement takes about `--seconds`; rounds alternate the methods and the
+// table shows medians and the ratio to rope.
+//
+// Usage: bench_attention [--lengths 128,512] [--rounds R] [--seconds s]
+// One thread (OpenMP and Eigen), as bench_walks: see bench/README.md.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "nn/attention.h"
+#include "nn/householder.h"
+#include "rng/stream.h"
+
+using namespace routelab;
+using namespace routelab::nn;
+
+static double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Every buffer one layer's attention reads and writes, float as in training.
+struct Buffers {
+  AttentionShape s;
+  std::vector<float> qkv, cs, z, beta_logit, q, k, v, o, lse, w, beta, d_o, dq, dk, dv, dw, dbeta, dqkv, dz, dbl;
+  explicit Buffers(AttentionShape shape) : s(shape) {
+    const std::size_t N = std::size_t(s.B) * s.T, C = s.C(), n = N * C, nh = N * s.H;
+    Stream rs(1, 0);
+    auto fill = [&](std::vector<float>& x, std::size_t size, double sd) {
+      x.resize(size);
+      for (auto& e : x) e = float(sd * rs.normal());
+    };
+    fill(qkv, 3 * n, 1.0), fill(z, n, 1.0), fill(beta_logit, nh, 1.0), fill(d_o, n, 1.0);
+    cs.resize(N * s.hd);
+    for (std::size_t t = 0; t < N; ++t)
+      for (int j = 0; j < s.hd / 2; ++j) {
+        const double theta = double(t % s.T) * std::pow(10000.0, -2.0 * j / s.hd);
+        cs[(t * s.hd / 2 + j) * 2] = float(std::cos(theta)), cs[(t * s.hd / 2 + j) * 2 + 1] = float(std::sin(theta));
+      }
+    for (auto* x : {&q, &k, &v, &o, &w, &dq, &dk, &dv, &dw, &dz}) x->assign(n, 0.f);
+    for (auto* x : {&lse, &beta, &dbeta, &dbl}) x->assign(nh, 0.f);
+    dqkv.assign(3 * n, 0.f);
+  }
+};
+
+void rope_layer(Buffers& b) {
+  split_heads_forward(b.q.data(), b.k.data(), b.v.data(), b.qkv.data(), b.cs.data(), false, b.s);
+  attention_forward(b.o.data(), b.lse.data(), b.q.data(), b.k.data(), b.v.data(), ScoreBias<float>{}, b.s);
+  attention_backward(b.dq.data(), b.dk.data(), b.dv.data(), (float*)nullptr, b.d_o.data(), b.o.data(), b.lse.data(),
+                     b.q.data(), b.k.data(), b.v.data(), ScoreBias<float>{}, b.s);
+  split_heads_backward(b.dqkv.data(), (double*)nullptr, b.dq.data(), b.dk.data(), b.dv.data(), b.q.data(),
+                       b.k.data(), b.v.data(), b.cs.data(), false, b.s);
+}
+
+// The steps (PaTH's beta) are part of the layer's cost, the projections not.
+void householder_layer(Buffers& b, bool values) {
+  householder_steps_forward(b.w.data(), b.beta.data(), b.z.data(), b.beta_logit.data(), b.s);
+  split_heads_forward(b.q.data(), b.k.data(), b.v.data(), b.qkv.data(), (const float*)nullptr, false, b.s);
+  householder_attention_forward(b.o.data(), b.q.data(), b.k.data(), b.v.data(), b.w.data(), b.beta.data(), values,
+                                b.s);
+  householder_attention_backward(b.dq.data(), b.dk.data(), b.dv.data(), b.dw.data(), b.dbeta.data(), b.d_o.data(),
+                                 b.q.data(), b.k.data(), b.v.data(), b.w.data(), b.beta.data(), values, b.s);
+  householder_steps_backward(b.dz.data(), b.dbl.data(), b.dw.data(), b.dbeta.data(), b.z.data(), b.beta.data(), b.s);
+  split_heads_backward(b.dqkv.data(), (double*)nullptr, b.dq.data(), b.dk.data(), b.dv.data(), b.q.data(),
+                       b.k.data(), b.v.data(), (const float*)nullptr, false, b.s);
+}
+
+struct Method {
+  const char* name;
+  std::function<void(Buffers&)> run;
+};
+
+int main(int argc, char** argv) {
+  std::vector<int> lengths = {128, 512};
+  int rounds = 5;
+  double seconds = 1.0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 < argc && a == "--lengths") {
+      lengths.clear();
+      for (std::string rest = argv[++i]; !rest.empty();) {
+        const std::size_t comma = rest.find(',');
+        lengths.push_back(std::stoi(rest.substr(0, comma)));
+        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+      }
+    } else if (i + 1 < argc && a == "--rounds") {
+      rounds = std::stoi(argv[++i]);
+    } else if (i + 1 < argc && a == "--seconds") {
+      seconds = std::stod(argv[++i]);
+    } else {
+      std::fprintf(stderr, "bench_attention: unknown flag %s; accepts --lengths a,b --rounds R --seconds s\n",
+                   a.c_str());
+      return 2;
+    }
+  }
+  omp_set_num_threads(1);
+  Eigen::setNbThreads(1);
+  const Method methods[] = {{"rope", rope_layer},
+                            {"householder_qk", [](Buffers& b) { householder_layer(b, false); }},
+                            {"householder_qkv", [](Buffers& b) { householder_layer(b, true); }}};
+  const int H = 4, hd = 32;
+  std::printf("attention forward+backward, H = %d, hd = %d, float, 1 thread, %d rounds (median)\n", H, hd, rounds);
+  std::printf("%-16s %6s %6s %12s %10s\n", "method", "T", "B", "tokens/s", "rope/this");
+  for (int T : lengths) {
+    // Size each method's batch from one B = 1 run so a measurement takes
+    // about `seconds`.
+    std::vector<Buffers> bufs;
+    for (const Method& m : methods) {
+      Buffers probe({1, T, H, hd});
+      const double t0 = now();
+      m.run(probe);
+      const double one = std::max(now() - t0, 1e-6);
+      bufs.emplace_back(AttentionShape{std::max(1, int(seconds / one)), T, H, hd});
+    }
+    const std::size_t n = std::size(methods);
+    std::vector<std::vector<double>> rates(n);
+    for (int r = 0; r < rounds; ++r)
+      for (std::size_t j = 0; j < n; ++j) {
+        const std::size_t m = (j + r) % n;  // alternate who goes first
+        const double t0 = now();
+        methods[m].run(bufs[m]);
+        rates[m].push_back(double(bufs[m].s.B) * T / (now() - t0));
+      }
+    std::vector<double> med(n);
+    for (std::size_t m = 0; m < n; ++m) {
+      std::sort(rates[m].begin(), rates[m].end());
+      med[m] = rates[m][rates[m].size() / 2];
+    }
+    for (std::size_t m = 0; m < n; ++m)
+      std::printf("%-16s %6d %6d %12.0f %10.2f\n", methods[m].name, T, bufs[m].s.B, med[m], med[0] / med[m]);
+  }
+  return 0;
+}
