@@ -1,8 +1,8 @@
 // bench_attention: one attention layer's forward + backward, tokens per
 // second, at the default model's heads (H = 4, hd = 32), for the SO(2) path
 // (rope: rotate q, k in split_heads, streamed softmax attention) against
-// PaTH's Householder transport (nn/householder.h, row-by-row fast path),
-// with and without value transport. Each method's batch is sized so one
+// PaTH's Householder transport (nn/householder.h), with and without value
+// transport, in tiles of query rows (the model's) and row by row. Each method's batch is sized so one
 // measurement takes about `--seconds`; rounds alternate the methods and the
 // table shows medians and the ratio to rope.
 //
@@ -65,13 +65,14 @@ void rope_layer(Buffers& b) {
 }
 
 // The steps (PaTH's beta) are part of the layer's cost, the projections not.
-void householder_layer(Buffers& b, bool values) {
+void householder_layer(Buffers& b, bool values, int tile_rows) {
   householder_steps_forward(b.w.data(), b.beta.data(), b.z.data(), b.beta_logit.data(), b.s);
   split_heads_forward(b.q.data(), b.k.data(), b.v.data(), b.qkv.data(), (const float*)nullptr, false, b.s);
   householder_attention_forward(b.o.data(), b.q.data(), b.k.data(), b.v.data(), b.w.data(), b.beta.data(), values,
-                                b.s);
+                                b.s, tile_rows);
   householder_attention_backward(b.dq.data(), b.dk.data(), b.dv.data(), b.dw.data(), b.dbeta.data(), b.d_o.data(),
-                                 b.q.data(), b.k.data(), b.v.data(), b.w.data(), b.beta.data(), values, b.s);
+                                 b.q.data(), b.k.data(), b.v.data(), b.w.data(), b.beta.data(), values, b.s,
+                                 tile_rows);
   householder_steps_backward(b.dz.data(), b.dbl.data(), b.dw.data(), b.dbeta.data(), b.z.data(), b.beta.data(), b.s);
   split_heads_backward(b.dqkv.data(), (double*)nullptr, b.dq.data(), b.dk.data(), b.dv.data(), b.q.data(),
                        b.k.data(), b.v.data(), (const float*)nullptr, false, b.s);
@@ -107,12 +108,15 @@ int main(int argc, char** argv) {
   }
   omp_set_num_threads(1);
   Eigen::setNbThreads(1);
+  // "rows": tile_rows = 1, the plain row-by-row order.
   const Method methods[] = {{"rope", rope_layer},
-                            {"householder_qk", [](Buffers& b) { householder_layer(b, false); }},
-                            {"householder_qkv", [](Buffers& b) { householder_layer(b, true); }}};
+                            {"householder_qk", [](Buffers& b) { householder_layer(b, false, kHouseholderTileRows); }},
+                            {"householder_qkv", [](Buffers& b) { householder_layer(b, true, kHouseholderTileRows); }},
+                            {"householder_qk_rows", [](Buffers& b) { householder_layer(b, false, 1); }},
+                            {"householder_qkv_rows", [](Buffers& b) { householder_layer(b, true, 1); }}};
   const int H = 4, hd = 32;
   std::printf("attention forward+backward, H = %d, hd = %d, float, 1 thread, %d rounds (median)\n", H, hd, rounds);
-  std::printf("%-16s %6s %6s %12s %10s\n", "method", "T", "B", "tokens/s", "rope/this");
+  std::printf("%-20s %6s %6s %12s %10s\n", "method", "T", "B", "tokens/s", "rope/this");
   for (int T : lengths) {
     // Size each method's batch from one B = 1 run so a measurement takes
     // about `seconds`.
@@ -139,7 +143,7 @@ int main(int argc, char** argv) {
       med[m] = rates[m][rates[m].size() / 2];
     }
     for (std::size_t m = 0; m < n; ++m)
-      std::printf("%-16s %6d %6d %12.0f %10.2f\n", methods[m].name, T, bufs[m].s.B, med[m], med[0] / med[m]);
+      std::printf("%-20s %6d %6d %12.0f %10.2f\n", methods[m].name, T, bufs[m].s.B, med[m], med[0] / med[m]);
   }
   return 0;
 }

@@ -41,10 +41,10 @@ Inputs inputs(AttentionShape s, bool reflections, uint64_t seed) {
   return in;
 }
 
-std::vector<double> fast_output(const Inputs& in, bool values) {
+std::vector<double> fast_output(const Inputs& in, bool values, int tile_rows = kHouseholderTileRows) {
   std::vector<double> o(in.q.size());
   householder_attention_forward(o.data(), in.q.data(), in.k.data(), in.v.data(), in.w.data(), in.beta.data(),
-                                values, in.s);
+                                values, in.s, tile_rows);
   return o;
 }
 
@@ -62,16 +62,19 @@ double rel_error(const std::vector<double>& a, const std::vector<double>& b) {
   return std::sqrt(diff2 / std::max(ref2, 1e-300));
 }
 
-const AttentionShape kShapes[] = {{2, 7, 2, 5}, {1, 13, 2, 4}};
+// Odd lengths; 21 spans two tiles of rows, the last one ragged.
+const AttentionShape kShapes[] = {{2, 7, 2, 5}, {1, 13, 1, 4}, {1, 21, 1, 3}};
+const int kTileRows[] = {1, kHouseholderTileRows};
 
 TEST(nn_householder, fast_path_equals_explicit_products) {
   for (const AttentionShape& s : kShapes)
     for (bool reflections : {false, true})
-      for (bool values : {false, true}) {
-        const Inputs in = inputs(s, reflections, 1);
-        EXPECT_LE(rel_error(fast_output(in, values), reference_output(in, values)), 1e-13)
-            << "T " << s.T << " reflections " << reflections << " values " << values;
-      }
+      for (bool values : {false, true})
+        for (int tile_rows : kTileRows) {
+          const Inputs in = inputs(s, reflections, 1);
+          EXPECT_LE(rel_error(fast_output(in, values, tile_rows), reference_output(in, values)), 1e-13)
+              << "T " << s.T << " reflections " << reflections << " values " << values << " tile " << tile_rows;
+        }
 }
 
 // Loss = sum G o: the fast backward against a five-point stencil of the
@@ -84,10 +87,14 @@ TEST(nn_householder, every_gradient_matches_the_reference) {
         Stream rs(3, 0);
         std::vector<double> G(in.q.size());
         for (auto& g : G) g = rs.normal();
-        std::vector<double> dq(in.q.size()), dk(dq.size()), dv(dq.size()), dw(dq.size()), dbeta(in.beta.size());
-        householder_attention_backward(dq.data(), dk.data(), dv.data(), dw.data(), dbeta.data(), G.data(),
-                                       in.q.data(), in.k.data(), in.v.data(), in.w.data(), in.beta.data(), values,
-                                       s);
+        std::vector<double> dq[2], dk[2], dv[2], dw[2], dbeta[2];  // by tile size
+        for (int t = 0; t < 2; ++t) {
+          for (auto* x : {dq, dk, dv, dw}) x[t].assign(in.q.size(), 0.0);
+          dbeta[t].assign(in.beta.size(), 0.0);
+          householder_attention_backward(dq[t].data(), dk[t].data(), dv[t].data(), dw[t].data(), dbeta[t].data(),
+                                         G.data(), in.q.data(), in.k.data(), in.v.data(), in.w.data(),
+                                         in.beta.data(), values, s, kTileRows[t]);
+        }
         auto loss = [&] {
           const auto o = reference_output(in, values);
           double l = 0;
@@ -95,8 +102,8 @@ TEST(nn_householder, every_gradient_matches_the_reference) {
           return l;
         };
         const std::pair<const char*, std::pair<std::vector<double>*, std::vector<double>*>> quantities[] = {
-            {"dq", {&in.q, &dq}}, {"dk", {&in.k, &dk}}, {"dv", {&in.v, &dv}},
-            {"dw", {&in.w, &dw}}, {"dbeta", {&in.beta, &dbeta}}};
+            {"dq", {&in.q, dq}}, {"dk", {&in.k, dk}}, {"dv", {&in.v, dv}},
+            {"dw", {&in.w, dw}}, {"dbeta", {&in.beta, dbeta}}};
         for (const auto& [name, pair] : quantities) {
           auto& [x, analytic] = pair;
           std::vector<double> fd(x->size());
@@ -110,8 +117,9 @@ TEST(nn_householder, every_gradient_matches_the_reference) {
             fd[j] = (-at(2 * h) + 8 * at(h) - 8 * at(-h) + at(-2 * h)) / (12 * h);
             (*x)[j] = x0;
           }
-          EXPECT_LE(rel_error(*analytic, fd), 1e-8)
-              << name << " T " << s.T << " reflections " << reflections << " values " << values;
+          for (int t = 0; t < 2; ++t)
+            EXPECT_LE(rel_error(analytic[t], fd), 1e-8) << name << " T " << s.T << " reflections " << reflections
+                                                        << " values " << values << " tile " << kTileRows[t];
         }
       }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include <Eigen/Core>
@@ -17,34 +18,61 @@ inline R dot(const R* a, const R* b, int n) {
   return acc;
 }
 
-template <class R>
-inline void axpy(R* y, R a, const R* x, int n) {
-  for (int c = 0; c < n; ++c) y[c] += a * x[c];
+// A tile of up to L query rows side by side: lane l of a block X (hd x L,
+// X[c L + l]) carries row i0 + l, so a step is hd FMAs across the lanes and
+// no dot product's reduction per row. L = 1 is the row-by-row algorithm.
+
+// out[l] = w . X(:, l), four partial sums so the FMAs do not wait in a chain.
+// `omp simd` keeps GCC vectorising across lanes: left alone it vectorises
+// the outer loop over coordinates, with strided loads and shuffles.
+template <class R, int L>
+inline void dot_lanes(R* out, const R* w, const R* X, int d) {
+  R acc[4][L] = {};
+  int c = 0;
+  for (; c + 4 <= d; c += 4)
+    for (int u = 0; u < 4; ++u)
+#pragma omp simd
+      for (int l = 0; l < L; ++l) acc[u][l] += w[c + u] * X[(c + u) * L + l];
+  for (; c < d; ++c)
+#pragma omp simd
+    for (int l = 0; l < L; ++l) acc[0][l] += w[c] * X[c * L + l];
+#pragma omp simd
+  for (int l = 0; l < L; ++l) out[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
 }
 
-// out = H in = in - beta (w . in) w; out may be in.
-template <class R>
-inline void step_forward(R* out, const R* in, const R* w, R beta, int n) {
-  const R a = beta * dot(w, in, n);
-  for (int c = 0; c < n; ++c) out[c] = in[c] - a * w[c];
+// X <- H X = X - beta w (w^T X), lane by lane.
+template <class R, int L>
+inline void step_forward(R* X, const R* w, R beta, int d) {
+  R alpha[L];
+  dot_lanes<R, L>(alpha, w, X, d);
+  for (int c = 0; c < d; ++c)
+#pragma omp simd
+    for (int l = 0; l < L; ++l) X[c * L + l] -= beta * w[c] * alpha[l];
 }
 
-// y holds d loss / d out of out = H in; on return d loss / d in (H is
-// symmetric). Adds d loss / d w and d loss / d beta.
-template <class R>
-inline void step_backward(R* y, const R* in, const R* w, R beta, R* dw, R* dbeta, int n) {
-  const R alpha = dot(w, in, n), gamma = dot(w, y, n);
-  *dbeta -= alpha * gamma;
-  for (int c = 0; c < n; ++c) dw[c] -= beta * (alpha * y[c] + gamma * in[c]);
-  axpy(y, -beta * gamma, w, n);
-}
+// Sums over lanes run as SIMD reductions (a fixed tree, the same bytes at
+// any thread count): in strict order they are a chain of scalar adds.
 
-template <class R>
-void softmax_in_place(R* p, int64_t n) {
-  const R mx = *std::max_element(p, p + n);
-  R sum = 0;
-  for (int64_t j = 0; j < n; ++j) sum += (p[j] = std::exp(p[j] - mx));
-  for (int64_t j = 0; j < n; ++j) p[j] /= sum;
+// Y holds d loss / d out of out = H in, lane by lane; on return d loss / d in
+// (H is symmetric). Adds d loss / d w and d loss / d beta, summed over lanes.
+template <class R, int L>
+inline void step_backward(R* Y, const R* in, const R* w, R beta, R* dw, R* dbeta, int d) {
+  R alpha[L], gamma[L];
+  dot_lanes<R, L>(alpha, w, in, d);
+  dot_lanes<R, L>(gamma, w, Y, d);
+  R db = 0;
+#pragma omp simd reduction(+ : db)
+  for (int l = 0; l < L; ++l) db += alpha[l] * gamma[l];
+  *dbeta -= db;
+  for (int c = 0; c < d; ++c) {
+    R g = 0;
+#pragma omp simd reduction(+ : g)
+    for (int l = 0; l < L; ++l) g += alpha[l] * Y[c * L + l] + gamma[l] * in[c * L + l];
+    dw[c] -= beta * g;
+  }
+  for (int c = 0; c < d; ++c)
+#pragma omp simd
+    for (int l = 0; l < L; ++l) Y[c * L + l] -= beta * w[c] * gamma[l];
 }
 
 // One head's buffers (offsets of head bh already applied).
@@ -61,34 +89,144 @@ Head<R> head(const R* q, const R* k, const R* v, const R* w, const R* beta, int6
   return {q + at, k + at, v ? v + at : nullptr, w + at, beta + bh * s.T, s.hd, R(1) / std::sqrt(R(s.hd))};
 }
 
-// logits[j] = s_ij, j <= i. The carried vector u_j = H_{j+1} ... H_i q_i
-// lives in `u` (hd), or row j of `keep` (T x hd) when backward needs it.
-template <class R>
-void row_scores(R* logits, R* keep, R* u, const Head<R>& h, int64_t i) {
+// S[j L + l] = s_ij for row i = i0 + l, keys j <= i0 + rows - 1 (0 where j > i:
+// the lane's vector is injected at j = i and is zero before). The carried
+// u_j = H_{j+1} ... H_i q_i lives in U (hd x L), or in block j of `keep`
+// (T x hd x L) when backward needs it.
+template <class R, int L>
+void tile_scores(R* S, R* keep, R* U, const Head<R>& h, int64_t i0, int rows) {
   const int d = h.d;
-  R* cur = keep ? keep + i * d : u;
-  std::copy(h.q + i * d, h.q + (i + 1) * d, cur);
-  for (int64_t j = i; j >= 0; --j) {
-    logits[j] = h.scale * dot(h.k + j * d, cur, d);
+  const int64_t top = i0 + rows - 1;
+  R* cur = keep ? keep + top * d * L : U;
+  std::fill(cur, cur + d * L, R(0));
+  R alpha[L];
+  for (int64_t j = top; j >= 0; --j) {
+    if (j >= i0)
+      for (int c = 0; c < d; ++c) cur[c * L + (j - i0)] = h.q[j * d + c];
+    dot_lanes<R, L>(alpha, h.k + j * d, cur, d);
+#pragma omp simd
+    for (int l = 0; l < L; ++l) S[j * L + l] = h.scale * alpha[l];
     if (j == 0) break;
-    R* next = keep ? keep + (j - 1) * d : u;
-    step_forward(next, cur, h.w + j * d, h.beta[j], d);
+    R* next = keep ? keep + (j - 1) * d * L : U;
+    if (next != cur) std::copy(cur, cur + d * L, next);
+    step_forward<R, L>(next, h.w + j * d, h.beta[j], d);
     cur = next;
   }
 }
 
-// o = acc_i, acc_j = H_j acc_{j-1} + p_j v_j (no H without value transport);
-// row j of `keep` gets acc_{j-1} when given.
-template <class R>
-void row_values(R* o, R* keep, const R* p, const Head<R>& h, int64_t i, bool values) {
+// Each lane's causal softmax over its column of S; p = 0 past the lane's row
+// and in lanes past `rows`.
+template <class R, int L>
+void tile_softmax(R* S, int64_t i0, int rows) {
+  const int64_t top = i0 + rows - 1;
+  for (int l = 0; l < L; ++l) {
+    const int64_t n = l < rows ? i0 + l + 1 : 0;
+    R mx = -std::numeric_limits<R>::infinity(), sum = 0;
+    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, S[j * L + l]);
+    for (int64_t j = 0; j < n; ++j) sum += (S[j * L + l] = std::exp(S[j * L + l] - mx));
+    for (int64_t j = 0; j < n; ++j) S[j * L + l] /= sum;
+    for (int64_t j = n; j <= top; ++j) S[j * L + l] = 0;
+  }
+}
+
+// out row l = o_{i0 + l}: acc_j = H_j acc_{j-1} + p_j v_j (no H without value
+// transport), read off at j = i and then cleared. Block j of `keep` gets
+// acc_{j-1} when given; A (hd x L) is the accumulator.
+template <class R, int L>
+void tile_values(R* out, R* keep, R* A, const R* P, const Head<R>& h, int64_t i0, int rows, bool values) {
   const int d = h.d;
-  std::fill(o, o + d, R(0));
-  for (int64_t j = 0; j <= i; ++j) {
+  std::fill(A, A + d * L, R(0));
+  for (int64_t j = 0; j < i0 + rows; ++j) {
     if (values && j > 0) {
-      if (keep) std::copy(o, o + d, keep + j * d);
-      step_forward(o, o, h.w + j * d, h.beta[j], d);
+      if (keep) std::copy(A, A + d * L, keep + j * d * L);
+      step_forward<R, L>(A, h.w + j * d, h.beta[j], d);
     }
-    axpy(o, p[j], h.v + j * d, d);
+    for (int c = 0; c < d; ++c)
+#pragma omp simd
+      for (int l = 0; l < L; ++l) A[c * L + l] += P[j * L + l] * h.v[j * d + c];
+    if (j >= i0)
+      for (int c = 0; c < d; ++c) out[(j - i0) * d + c] = A[c * L + (j - i0)], A[c * L + (j - i0)] = 0;
+  }
+}
+
+template <class R, int L>
+void attention_forward_tiled(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta, bool values,
+                             AttentionShape s) {
+#pragma omp parallel
+  {
+    std::vector<R> S(std::size_t(s.T) * L), U(std::size_t(s.hd) * L), A(U.size());
+#pragma omp for schedule(dynamic)
+    for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
+      const Head<R> h = head(q, k, v, w, beta, bh, s);
+      for (int64_t i0 = 0; i0 < s.T; i0 += L) {
+        const int rows = int(std::min<int64_t>(L, s.T - i0));
+        tile_scores<R, L>(S.data(), (R*)nullptr, U.data(), h, i0, rows);
+        tile_softmax<R, L>(S.data(), i0, rows);
+        tile_values<R, L>(o + (bh * s.T + i0) * s.hd, (R*)nullptr, A.data(), S.data(), h, i0, rows, values);
+      }
+    }
+  }
+}
+
+template <class R, int L>
+void attention_backward_tiled(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q, const R* k,
+                              const R* v, const R* w, const R* beta, bool values, AttentionShape s) {
+  const int d = s.hd;
+#pragma omp parallel
+  {
+    // A tile's recomputed forward: u_j and acc_{j-1} by key, P (then dS).
+    std::vector<R> us(std::size_t(s.T) * d * L), accs(us.size()), S(std::size_t(s.T) * L), O(std::size_t(d) * L),
+        A(O.size()), Y(O.size());
+#pragma omp for schedule(dynamic)
+    for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
+      const Head<R> h = head(q, k, v, w, beta, bh, s);
+      const int64_t at = bh * s.T * d;
+      const R* G = d_o + at;
+      R *dQ = dq + at, *dK = dk + at, *dV = dv + at, *dW = dw + at, *dB = dbeta + bh * s.T;
+      for (int64_t i0 = 0; i0 < s.T; i0 += L) {
+        const int rows = int(std::min<int64_t>(L, s.T - i0));
+        const int64_t top = i0 + rows - 1;
+        tile_scores<R, L>(S.data(), us.data(), (R*)nullptr, h, i0, rows);
+        tile_softmax<R, L>(S.data(), i0, rows);
+        tile_values<R, L>(O.data(), accs.data(), A.data(), S.data(), h, i0, rows, values);
+        R D[L] = {}, dp[L];  // D_i = dO_i . O_i, the softmax's row correction
+        for (int l = 0; l < rows; ++l) D[l] = dot(G + (i0 + l) * d, O.data() + l * d, d);
+        // Values, top down: Y = d loss / d acc_j, lane i0 + l injected at j = i.
+        std::fill(Y.begin(), Y.end(), R(0));
+        for (int64_t j = top; j >= 0; --j) {
+          if (j >= i0)
+            for (int c = 0; c < d; ++c) Y[c * L + (j - i0)] = G[j * d + c];
+          dot_lanes<R, L>(dp, h.v + j * d, Y.data(), d);
+          for (int c = 0; c < d; ++c) {
+            R g = 0;
+#pragma omp simd reduction(+ : g)
+            for (int l = 0; l < L; ++l) g += S[j * L + l] * Y[c * L + l];
+            dV[j * d + c] += g;
+          }
+#pragma omp simd
+          for (int l = 0; l < L; ++l) S[j * L + l] *= dp[l] - D[l];  // P becomes dS
+          if (values && j > 0)
+            step_backward<R, L>(Y.data(), accs.data() + j * d * L, h.w + j * d, h.beta[j], dW + j * d, dB + j, d);
+        }
+        // Scores, bottom up: Y = d loss / d u_j, read off into dq at j = i.
+        std::fill(Y.begin(), Y.end(), R(0));
+        for (int64_t j = 0; j <= top; ++j) {
+          const R* Uj = us.data() + j * d * L;
+          if (j > 0) step_backward<R, L>(Y.data(), Uj, h.w + j * d, h.beta[j], dW + j * d, dB + j, d);
+          for (int c = 0; c < d; ++c) {
+            R g = 0;
+#pragma omp simd reduction(+ : g)
+            for (int l = 0; l < L; ++l) {
+              Y[c * L + l] += h.scale * S[j * L + l] * h.k[j * d + c];
+              g += S[j * L + l] * Uj[c * L + l];
+            }
+            dK[j * d + c] += h.scale * g;
+          }
+          if (j >= i0)
+            for (int c = 0; c < d; ++c) dQ[j * d + c] += Y[c * L + (j - i0)], Y[c * L + (j - i0)] = 0;
+        }
+      }
+    }
   }
 }
 
@@ -139,66 +277,28 @@ void householder_steps_backward(R* dz, R* dbeta_logit, const R* dw, const R* dbe
 
 template <class R>
 void householder_attention_forward(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
-                                   bool values, AttentionShape s) {
-#pragma omp parallel
-  {
-    std::vector<R> logits(s.T), u(s.hd);
-#pragma omp for schedule(dynamic)
-    for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
-      const Head<R> h = head(q, k, v, w, beta, bh, s);
-      for (int64_t i = 0; i < s.T; ++i) {
-        row_scores(logits.data(), (R*)nullptr, u.data(), h, i);
-        softmax_in_place(logits.data(), i + 1);
-        row_values(o + (bh * s.T + i) * s.hd, (R*)nullptr, logits.data(), h, i, values);
-      }
-    }
-  }
+                                   bool values, AttentionShape s, int tile_rows) {
+  if (tile_rows == 1)
+    attention_forward_tiled<R, 1>(o, q, k, v, w, beta, values, s);
+  else
+    attention_forward_tiled<R, kHouseholderTileRows>(o, q, k, v, w, beta, values, s);
 }
 
 template <class R>
 void householder_attention_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q, const R* k,
-                                    const R* v, const R* w, const R* beta, bool values, AttentionShape s) {
-  const int d = s.hd;
-#pragma omp parallel
-  {
-    // One row's recomputed forward: u_j and acc_{j-1} by key, p and dS.
-    std::vector<R> us(std::size_t(s.T) * d), accs(std::size_t(s.T) * d), p(s.T), ds(s.T), o(d), y(d);
-#pragma omp for schedule(dynamic)
-    for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
-      const Head<R> h = head(q, k, v, w, beta, bh, s);
-      const int64_t at = bh * s.T * d;
-      R *dK = dk + at, *dV = dv + at, *dW = dw + at, *dB = dbeta + bh * s.T;
-      for (int64_t i = 0; i < s.T; ++i) {
-        row_scores(p.data(), us.data(), (R*)nullptr, h, i);
-        softmax_in_place(p.data(), i + 1);
-        row_values(o.data(), accs.data(), p.data(), h, i, values);
-        const R* g = d_o + at + i * d;
-        const R D = dot(g, o.data(), d);  // sum_j p_j dp_j, the softmax's row correction
-        // Values, top down: y = d loss / d acc_j.
-        std::copy(g, g + d, y.data());
-        for (int64_t j = i; j >= 0; --j) {
-          ds[j] = p[j] * (dot(y.data(), h.v + j * d, d) - D);
-          axpy(dV + j * d, p[j], y.data(), d);
-          if (values && j > 0) step_backward(y.data(), accs.data() + j * d, h.w + j * d, h.beta[j], dW + j * d, dB + j, d);
-        }
-        // Scores, bottom up: y = d loss / d u_j.
-        std::fill(y.begin(), y.end(), R(0));
-        for (int64_t j = 0; j <= i; ++j) {
-          if (j > 0) step_backward(y.data(), us.data() + j * d, h.w + j * d, h.beta[j], dW + j * d, dB + j, d);
-          axpy(y.data(), h.scale * ds[j], h.k + j * d, d);
-          axpy(dK + j * d, h.scale * ds[j], us.data() + j * d, d);
-        }
-        axpy(dq + at + i * d, R(1), y.data(), d);
-      }
-    }
-  }
+                                    const R* v, const R* w, const R* beta, bool values, AttentionShape s,
+                                    int tile_rows) {
+  if (tile_rows == 1)
+    attention_backward_tiled<R, 1>(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s);
+  else
+    attention_backward_tiled<R, kHouseholderTileRows>(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s);
 }
 
 template <class R>
 void householder_row_logits(R* logits, const R* q, const R* k, const R* w, const R* beta, int64_t bh, int64_t i,
                             AttentionShape s) {
-  std::vector<R> u(s.hd);
-  row_scores(logits, (R*)nullptr, u.data(), head(q, k, (const R*)nullptr, w, beta, bh, s), i);
+  std::vector<R> U(s.hd);
+  tile_scores<R, 1>(logits, (R*)nullptr, U.data(), head(q, k, (const R*)nullptr, w, beta, bh, s), i, 1);
 }
 
 void householder_attention_reference(double* o, const double* q, const double* k, const double* v, const double* w,
@@ -232,9 +332,9 @@ void householder_attention_reference(double* o, const double* q, const double* k
   template void householder_steps_forward<R>(R*, R*, const R*, const R*, AttentionShape);                          \
   template void householder_steps_backward<R>(R*, R*, const R*, const R*, const R*, const R*, AttentionShape);     \
   template void householder_attention_forward<R>(R*, const R*, const R*, const R*, const R*, const R*, bool,       \
-                                                 AttentionShape);                                                  \
+                                                 AttentionShape, int);                                             \
   template void householder_attention_backward<R>(R*, R*, R*, R*, R*, const R*, const R*, const R*, const R*,      \
-                                                  const R*, const R*, bool, AttentionShape);                       \
+                                                  const R*, const R*, bool, AttentionShape, int);                  \
   template void householder_row_logits<R>(R*, const R*, const R*, const R*, const R*, int64_t, int64_t,            \
                                           AttentionShape);
 ROUTELAB_HOUSEHOLDER(float)

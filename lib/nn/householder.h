@@ -10,10 +10,14 @@
 // the case the paper's theorems cover.
 //
 // Layouts as in attention.h: q, k, v, o, w (B, H, T, hd); beta (B, H, T).
-// The fast path works row by row in O(T^2 hd) per head: for query i it
-// carries u = q_i down the keys (score k_j, then u <- H_j u) and the values
-// up (acc <- H_j acc + p_ij v_j). Backward recomputes a row, keeping its
-// u's and acc's in O(T hd) per thread, so memory stays linear in T.
+// The fast path costs O(T^2 hd) per head: for query i it carries u = q_i
+// down the keys (score k_j, then u <- H_j u) and the values up
+// (acc <- H_j acc + p_ij v_j). It runs kHouseholderTileRows query rows side
+// by side, so each step is hd FMAs across rows rather than a dot product's
+// reduction per row; tile_rows = 1 is the plain row-by-row order (same
+// result up to rounding; bench/attention.cpp times both). Backward
+// recomputes a tile, keeping its u's and acc's in O(T hd) per row and thread,
+// so memory stays linear in T.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +25,8 @@
 #include "nn/attention.h"
 
 namespace routelab::nn {
+
+constexpr int kHouseholderTileRows = 16;  // one 512-bit register of floats per coordinate
 
 // The steps from the projections: z (B, T, C) -> w (B, H, T, hd), each head's
 // slice normalised; beta_logit (B, T, H) -> beta (B, H, T) = 2 sigmoid(.),
@@ -33,13 +39,15 @@ void householder_steps_backward(R* dz, R* dbeta_logit, const R* dw, const R* dbe
                                 AttentionShape s);
 
 // o = softmax(s, causal) times the values, transported when `values`.
+// tile_rows: kHouseholderTileRows, or 1 for the row-by-row order.
 template <class R>
 void householder_attention_forward(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
-                                   bool values, AttentionShape s);
+                                   bool values, AttentionShape s, int tile_rows = kHouseholderTileRows);
 // Adds d loss / d q, k, v, w, beta.
 template <class R>
 void householder_attention_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q, const R* k,
-                                    const R* v, const R* w, const R* beta, bool values, AttentionShape s);
+                                    const R* v, const R* w, const R* beta, bool values, AttentionShape s,
+                                    int tile_rows = kHouseholderTileRows);
 
 // One query row's raw logits s_i0 .. s_ii (i + 1 values) for head bh = b H + h,
 // before any softmax: what an attention probe reads.
