@@ -50,26 +50,19 @@ inline void step_forward(R* X, const R* w, R beta, int d) {
     for (int l = 0; l < L; ++l) X[c * L + l] -= beta * w[c] * alpha[l];
 }
 
-// Sums over lanes run as SIMD reductions (a fixed tree, the same bytes at
-// any thread count): in strict order they are a chain of scalar adds.
-
 // Y holds d loss / d out of out = H in, lane by lane; on return d loss / d in
-// (H is symmetric). Adds d loss / d w and d loss / d beta, summed over lanes.
+// (H is symmetric). Adds d loss / d w (hd x L) and d loss / d beta (L) lane
+// by lane: the caller sums the lanes once per head.
 template <class R, int L>
-inline void step_backward(R* Y, const R* in, const R* w, R beta, R* dw, R* dbeta, int d) {
+inline void step_backward(R* Y, const R* in, const R* w, R beta, R* dw_lanes, R* dbeta_lanes, int d) {
   R alpha[L], gamma[L];
   dot_lanes<R, L>(alpha, w, in, d);
   dot_lanes<R, L>(gamma, w, Y, d);
-  R db = 0;
-#pragma omp simd reduction(+ : db)
-  for (int l = 0; l < L; ++l) db += alpha[l] * gamma[l];
-  *dbeta -= db;
-  for (int c = 0; c < d; ++c) {
-    R g = 0;
-#pragma omp simd reduction(+ : g)
-    for (int l = 0; l < L; ++l) g += alpha[l] * Y[c * L + l] + gamma[l] * in[c * L + l];
-    dw[c] -= beta * g;
-  }
+#pragma omp simd
+  for (int l = 0; l < L; ++l) dbeta_lanes[l] -= alpha[l] * gamma[l];
+  for (int c = 0; c < d; ++c)
+#pragma omp simd
+    for (int l = 0; l < L; ++l) dw_lanes[c * L + l] -= beta * (alpha[l] * Y[c * L + l] + gamma[l] * in[c * L + l]);
   for (int c = 0; c < d; ++c)
 #pragma omp simd
     for (int l = 0; l < L; ++l) Y[c * L + l] -= beta * w[c] * gamma[l];
@@ -174,15 +167,20 @@ void attention_backward_tiled(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o
   const int d = s.hd;
 #pragma omp parallel
   {
-    // A tile's recomputed forward: u_j and acc_{j-1} by key, P (then dS).
-    std::vector<R> us(std::size_t(s.T) * d * L), accs(us.size()), S(std::size_t(s.T) * L), O(std::size_t(d) * L),
-        A(O.size()), Y(O.size());
+    // A tile's recomputed forward: u_j and acc_{j-1} by key, P (then dS);
+    // the head's dk, dv, dw, dbeta lane by lane (a sum over lanes per key and
+    // tile would cost as much as the tile's FMAs).
+    const std::size_t block = std::size_t(s.T) * d * L;
+    std::vector<R> us(block), accs(block), dk_lanes(block), dv_lanes(block), dw_lanes(block),
+        dbeta_lanes(std::size_t(s.T) * L), S(std::size_t(s.T) * L), O(std::size_t(d) * L), A(O.size()), Y(O.size());
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
       const Head<R> h = head(q, k, v, w, beta, bh, s);
       const int64_t at = bh * s.T * d;
       const R* G = d_o + at;
-      R *dQ = dq + at, *dK = dk + at, *dV = dv + at, *dW = dw + at, *dB = dbeta + bh * s.T;
+      R* dQ = dq + at;
+      R *dKl = dk_lanes.data(), *dVl = dv_lanes.data(), *dWl = dw_lanes.data(), *dBl = dbeta_lanes.data();
+      for (auto* x : {&dk_lanes, &dv_lanes, &dw_lanes, &dbeta_lanes}) std::fill(x->begin(), x->end(), R(0));
       for (int64_t i0 = 0; i0 < s.T; i0 += L) {
         const int rows = int(std::min<int64_t>(L, s.T - i0));
         const int64_t top = i0 + rows - 1;
@@ -197,35 +195,43 @@ void attention_backward_tiled(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o
           if (j >= i0)
             for (int c = 0; c < d; ++c) Y[c * L + (j - i0)] = G[j * d + c];
           dot_lanes<R, L>(dp, h.v + j * d, Y.data(), d);
-          for (int c = 0; c < d; ++c) {
-            R g = 0;
-#pragma omp simd reduction(+ : g)
-            for (int l = 0; l < L; ++l) g += S[j * L + l] * Y[c * L + l];
-            dV[j * d + c] += g;
-          }
+          for (int c = 0; c < d; ++c)
+#pragma omp simd
+            for (int l = 0; l < L; ++l) dVl[(j * d + c) * L + l] += S[j * L + l] * Y[c * L + l];
 #pragma omp simd
           for (int l = 0; l < L; ++l) S[j * L + l] *= dp[l] - D[l];  // P becomes dS
           if (values && j > 0)
-            step_backward<R, L>(Y.data(), accs.data() + j * d * L, h.w + j * d, h.beta[j], dW + j * d, dB + j, d);
+            step_backward<R, L>(Y.data(), accs.data() + j * d * L, h.w + j * d, h.beta[j], dWl + j * d * L,
+                                dBl + j * L, d);
         }
         // Scores, bottom up: Y = d loss / d u_j, read off into dq at j = i.
         std::fill(Y.begin(), Y.end(), R(0));
         for (int64_t j = 0; j <= top; ++j) {
           const R* Uj = us.data() + j * d * L;
-          if (j > 0) step_backward<R, L>(Y.data(), Uj, h.w + j * d, h.beta[j], dW + j * d, dB + j, d);
-          for (int c = 0; c < d; ++c) {
-            R g = 0;
-#pragma omp simd reduction(+ : g)
+          if (j > 0) step_backward<R, L>(Y.data(), Uj, h.w + j * d, h.beta[j], dWl + j * d * L, dBl + j * L, d);
+          for (int c = 0; c < d; ++c)
+#pragma omp simd
             for (int l = 0; l < L; ++l) {
               Y[c * L + l] += h.scale * S[j * L + l] * h.k[j * d + c];
-              g += S[j * L + l] * Uj[c * L + l];
+              dKl[(j * d + c) * L + l] += h.scale * S[j * L + l] * Uj[c * L + l];
             }
-            dK[j * d + c] += h.scale * g;
-          }
           if (j >= i0)
             for (int c = 0; c < d; ++c) dQ[j * d + c] += Y[c * L + (j - i0)], Y[c * L + (j - i0)] = 0;
         }
       }
+      // Sum the lanes; a fixed SIMD tree, the same bytes at any thread count.
+      const struct {
+        const R* lanes;
+        R* out;
+        int64_t n;
+      } sums[] = {{dKl, dk + at, s.T * d}, {dVl, dv + at, s.T * d}, {dWl, dw + at, s.T * d}, {dBl, dbeta + bh * s.T, s.T}};
+      for (const auto& [lanes, out, n] : sums)
+        for (int64_t r = 0; r < n; ++r) {
+          R g = 0;
+#pragma omp simd reduction(+ : g)
+          for (int l = 0; l < L; ++l) g += lanes[r * L + l];
+          out[r] += g;
+        }
     }
   }
 }
