@@ -238,47 +238,49 @@ void attention_backward_tiled(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o
 
 }  // namespace
 
-template <class R>
-void householder_steps_forward(R* w, R* beta, const R* z, const R* beta_logit, AttentionShape s) {
-  const int64_t C = s.C();
+namespace {
+
+// A zero z would have no direction: its norm is floored.
+constexpr double kMinNorm = 1e-12;
+
+// f(bth, bht) for every step: bth = (b T + t) H + h indexes (B, T, H) as the
+// projections write it (z's head slice starts at bth hd), bht = (b H + h) T + t
+// indexes (B, H, T).
+template <class F>
+void for_each_step(AttentionShape s, F&& f) {
 #pragma omp parallel for schedule(static)
   for (int64_t bt = 0; bt < int64_t(s.B) * s.T; ++bt) {
     const int64_t b = bt / s.T, t = bt % s.T;
-    for (int h = 0; h < s.H; ++h) {
-      const R* src = z + bt * C + h * s.hd;
-      const int64_t bht = (b * s.H + h) * s.T + t;
-      // A zero z would have no direction: its norm is floored.
-      const R inv = R(1) / std::max(std::sqrt(dot(src, src, s.hd)), R(1e-12));
-      for (int c = 0; c < s.hd; ++c) w[bht * s.hd + c] = src[c] * inv;
-      beta[bht] = beta_logit ? R(2) / (R(1) + std::exp(-beta_logit[bt * s.H + h])) : R(2);
-    }
+    for (int h = 0; h < s.H; ++h) f(bt * s.H + h, (b * s.H + h) * s.T + t);
   }
+}
+
+}  // namespace
+
+template <class R>
+void householder_steps_forward(R* w, R* beta, const R* z, const R* beta_logit, AttentionShape s) {
+  for_each_step(s, [&](int64_t bth, int64_t bht) {
+    const R* src = z + bth * s.hd;
+    const R inv = R(1) / std::max(std::sqrt(dot(src, src, s.hd)), R(kMinNorm));
+    for (int c = 0; c < s.hd; ++c) w[bht * s.hd + c] = src[c] * inv;
+    beta[bht] = beta_logit ? R(2) / (R(1) + std::exp(-beta_logit[bth])) : R(2);
+  });
 }
 
 template <class R>
 void householder_steps_backward(R* dz, R* dbeta_logit, const R* dw, const R* dbeta, const R* z, const R* beta,
                                 AttentionShape s) {
-  const int64_t C = s.C();
-#pragma omp parallel for schedule(static)
-  for (int64_t bt = 0; bt < int64_t(s.B) * s.T; ++bt) {
-    const int64_t b = bt / s.T, t = bt % s.T;
-    for (int h = 0; h < s.H; ++h) {
-      const R* src = z + bt * C + h * s.hd;
-      const int64_t bht = (b * s.H + h) * s.T + t;
-      const R* g = dw + bht * s.hd;
-      R* d = dz + bt * C + h * s.hd;
-      const R norm = std::sqrt(dot(src, src, s.hd));
-      if (norm < R(1e-12)) {
-        for (int c = 0; c < s.hd; ++c) d[c] = g[c] / R(1e-12);
-      } else {
-        // w = z / |z|: dz = (dw - w (w . dw)) / |z|.
-        const R inv = R(1) / norm, wg = dot(src, g, s.hd) * inv;
-        for (int c = 0; c < s.hd; ++c) d[c] = (g[c] - src[c] * inv * wg) * inv;
-      }
-      // beta = 2 sigmoid(x): d beta / dx = beta (1 - beta / 2).
-      if (dbeta_logit) dbeta_logit[bt * s.H + h] = dbeta[bht] * beta[bht] * (R(1) - beta[bht] / R(2));
-    }
-  }
+  for_each_step(s, [&](int64_t bth, int64_t bht) {
+    const R* src = z + bth * s.hd;
+    const R* g = dw + bht * s.hd;
+    R* d = dz + bth * s.hd;
+    // w = z / max(|z|, floor): dz = (dw - w (w . dw)) / |z| above the floor.
+    const R norm = std::sqrt(dot(src, src, s.hd));
+    const R inv = R(1) / std::max(norm, R(kMinNorm)), wg = norm < R(kMinNorm) ? R(0) : dot(src, g, s.hd) * inv;
+    for (int c = 0; c < s.hd; ++c) d[c] = (g[c] - src[c] * inv * wg) * inv;
+    // beta = 2 sigmoid(x): d beta / dx = beta (1 - beta / 2).
+    if (dbeta_logit) dbeta_logit[bth] = dbeta[bht] * beta[bht] * (R(1) - beta[bht] / R(2));
+  });
 }
 
 template <class R>
