@@ -6,7 +6,9 @@
 // measurement takes about `--seconds`; rounds alternate the methods and the
 // table shows medians and the ratio to rope.
 //
-// Usage: bench_attention [--lengths 128,512] [--rounds R] [--seconds s]
+// Usage: bench_attention [--lengths 128,512] [--rounds R] [--seconds s] [--blocked]
+// --blocked adds a forward-only table: the tiled path against a blocked
+// compact-WY prototype (below), after checking that the two agree.
 // One thread (OpenMP and Eigen), as bench_walks: see bench/README.md.
 #include <omp.h>
 
@@ -83,10 +85,142 @@ struct Method {
   std::function<void(Buffers&)> run;
 };
 
+// One table block at length T: each method's batch sized from one B = 1 run
+// so a measurement takes about `seconds` (`prepare` readies fresh buffers),
+// rounds alternating who goes first, median tokens/s and the first method's
+// rate over each one's.
+void time_methods(const Method* methods, std::size_t n, int T, int rounds, double seconds,
+                  const std::function<void(Buffers&)>& prepare) {
+  const int H = 4, hd = 32;
+  std::vector<Buffers> bufs;
+  for (std::size_t m = 0; m < n; ++m) {
+    Buffers probe({1, T, H, hd});
+    prepare(probe);
+    const double t0 = now();
+    methods[m].run(probe);
+    const double one = std::max(now() - t0, 1e-6);
+    bufs.emplace_back(AttentionShape{std::max(1, int(seconds / one)), T, H, hd});
+    prepare(bufs.back());
+  }
+  std::vector<std::vector<double>> rates(n);
+  for (int r = 0; r < rounds; ++r)
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::size_t m = (j + r) % n;
+      const double t0 = now();
+      methods[m].run(bufs[m]);
+      rates[m].push_back(double(bufs[m].s.B) * T / (now() - t0));
+    }
+  std::vector<double> med(n);
+  for (std::size_t m = 0; m < n; ++m) {
+    std::sort(rates[m].begin(), rates[m].end());
+    med[m] = rates[m][rates[m].size() / 2];
+  }
+  for (std::size_t m = 0; m < n; ++m)
+    std::printf("%-20s %6d %6d %12.0f %10.2f\n", methods[m].name, T, bufs[m].s.B, med[m], med[0] / med[m]);
+}
+
+// A blocked compact-WY/UT forward, a prototype for measurement only (no
+// backward, no value transport, so the model does not use it): keys in
+// chunks of c steps with P_m = H_a ... H_{a+c-1} = I - W T W^T (T as
+// groups/householder_wy.h's factor with tau = beta) and the chunk's keys
+// carried to its top once per head, k~_j = H_{a+c-1} ... H_{j+1} k_j, so a
+// tile of c query rows meets each lower chunk with three matrix products:
+// S = k~^T X, X <- X - W (T (W^T X)). The diagonal chunk goes row by row.
+using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;  // column-major: a (T, hd) buffer is (hd, T)
+
+void blocked_forward_qk(float* o, const float* q, const float* k, const float* v, const float* w,
+                        const float* beta, AttentionShape s) {
+  const int c = 16, d = s.hd;
+  const int64_t T = s.T, chunks = (T + c - 1) / c;
+  const float scale = 1.f / std::sqrt(float(d));
+  for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
+    const int64_t at = bh * T * d;
+    Eigen::Map<const MatF> Q(q + at, d, T), K(k + at, d, T), V(v + at, d, T), Wall(w + at, d, T);
+    const float* be = beta + bh * T;
+    std::vector<MatF> W(chunks), F(chunks), Kt(chunks);
+    for (int64_t m = 0; m < chunks; ++m) {
+      const int64_t a = m * c;
+      const int cm = int(std::min<int64_t>(c, T - a));
+      W[m] = Wall.middleCols(a, cm);
+      const MatF G = W[m].transpose() * W[m];
+      F[m].setZero(cm, cm);
+      for (int i = 0; i < cm; ++i) {
+        F[m](i, i) = be[a + i];
+        if (i == 0) continue;
+        const Eigen::VectorXf z = F[m].topLeftCorner(i, i).triangularView<Eigen::Upper>() * G.col(i).head(i);
+        F[m].col(i).head(i) = -be[a + i] * z;
+      }
+      Kt[m] = K.middleCols(a, cm);
+      for (int jj = 0; jj < cm; ++jj)
+        for (int t = jj + 1; t < cm; ++t)
+          Kt[m].col(jj) -= be[a + t] * W[m].col(t) * W[m].col(t).dot(Kt[m].col(jj));
+    }
+    MatF X, S, Tmp, O;
+    for (int64_t n = 0; n < chunks; ++n) {
+      const int64_t i0 = n * c;
+      const int rows = int(std::min<int64_t>(c, T - i0));
+      X.setZero(d, rows);
+      S.setZero(i0 + rows, rows);
+      for (int l = 0; l < rows; ++l) {
+        Eigen::VectorXf u = Q.col(i0 + l);
+        for (int64_t j = i0 + l; j >= i0; --j) {
+          S(j, l) = scale * K.col(j).dot(u);
+          u -= be[j] * Wall.col(j) * Wall.col(j).dot(u);
+        }
+        X.col(l) = u;
+      }
+      for (int64_t m = n - 1; m >= 0; --m) {
+        S.middleRows(m * c, c).noalias() = scale * (Kt[m].transpose() * X);
+        Tmp.noalias() = W[m].transpose() * X;
+        X.noalias() -= W[m] * (F[m] * Tmp);
+      }
+      for (int l = 0; l < rows; ++l) {
+        auto p = S.col(l).head(i0 + l + 1);
+        p = (p.array() - p.maxCoeff()).exp();
+        p /= p.sum();
+      }
+      O.noalias() = V.leftCols(i0 + rows) * S;
+      Eigen::Map<MatF>(o + at + i0 * d, d, rows) = O;
+    }
+  }
+}
+
+// Forward only, no value transport: the tiled fast path against the blocked
+// prototype, after checking that they agree.
+void blocked_comparison(const std::vector<int>& lengths, int rounds, double seconds) {
+  std::printf("\nforward only, householder_qk: tiles of 16 rows (the model's) against blocked compact-WY, c = 16\n");
+  std::printf("%-20s %6s %6s %12s %10s\n", "method", "T", "B", "tokens/s", "tiled/this");
+  for (int T : lengths) {
+    auto prepare = [](Buffers& x) {
+      householder_steps_forward(x.w.data(), x.beta.data(), x.z.data(), x.beta_logit.data(), x.s);
+      split_heads_forward(x.q.data(), x.k.data(), x.v.data(), x.qkv.data(), (const float*)nullptr, false, x.s);
+    };
+    Buffers b({1, T, 4, 32});
+    prepare(b);
+    std::vector<float> o2(b.o.size());
+    householder_attention_forward(b.o.data(), b.q.data(), b.k.data(), b.v.data(), b.w.data(), b.beta.data(), false,
+                                  b.s);
+    blocked_forward_qk(o2.data(), b.q.data(), b.k.data(), b.v.data(), b.w.data(), b.beta.data(), b.s);
+    double diff = 0, ref = 0;
+    for (std::size_t i = 0; i < o2.size(); ++i) diff += std::pow(o2[i] - b.o[i], 2), ref += std::pow(b.o[i], 2);
+    std::printf("(T = %d: blocked differs from tiled by %.1e relative)\n", T, std::sqrt(diff / ref));
+    const Method methods[] = {
+        {"tiled", [](Buffers& x) {
+           householder_attention_forward(x.o.data(), x.q.data(), x.k.data(), x.v.data(), x.w.data(), x.beta.data(),
+                                         false, x.s);
+         }},
+        {"blocked", [](Buffers& x) {
+           blocked_forward_qk(x.o.data(), x.q.data(), x.k.data(), x.v.data(), x.w.data(), x.beta.data(), x.s);
+         }}};
+    time_methods(methods, 2, T, rounds, seconds, prepare);
+  }
+}
+
 int main(int argc, char** argv) {
   std::vector<int> lengths = {128, 512};
   int rounds = 5;
   double seconds = 1.0;
+  bool blocked = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 < argc && a == "--lengths") {
@@ -100,8 +234,10 @@ int main(int argc, char** argv) {
       rounds = std::stoi(argv[++i]);
     } else if (i + 1 < argc && a == "--seconds") {
       seconds = std::stod(argv[++i]);
+    } else if (a == "--blocked") {
+      blocked = true;
     } else {
-      std::fprintf(stderr, "bench_attention: unknown flag %s; accepts --lengths a,b --rounds R --seconds s\n",
+      std::fprintf(stderr, "bench_attention: unknown flag %s; accepts --lengths a,b --rounds R --seconds s --blocked\n",
                    a.c_str());
       return 2;
     }
@@ -114,36 +250,9 @@ int main(int argc, char** argv) {
                             {"householder_qkv", [](Buffers& b) { householder_layer(b, true, kHouseholderTileRows); }},
                             {"householder_qk_rows", [](Buffers& b) { householder_layer(b, false, 1); }},
                             {"householder_qkv_rows", [](Buffers& b) { householder_layer(b, true, 1); }}};
-  const int H = 4, hd = 32;
-  std::printf("attention forward+backward, H = %d, hd = %d, float, 1 thread, %d rounds (median)\n", H, hd, rounds);
+  std::printf("attention forward+backward, H = 4, hd = 32, float, 1 thread, %d rounds (median)\n", rounds);
   std::printf("%-20s %6s %6s %12s %10s\n", "method", "T", "B", "tokens/s", "rope/this");
-  for (int T : lengths) {
-    // Size each method's batch from one B = 1 run so a measurement takes
-    // about `seconds`.
-    std::vector<Buffers> bufs;
-    for (const Method& m : methods) {
-      Buffers probe({1, T, H, hd});
-      const double t0 = now();
-      m.run(probe);
-      const double one = std::max(now() - t0, 1e-6);
-      bufs.emplace_back(AttentionShape{std::max(1, int(seconds / one)), T, H, hd});
-    }
-    const std::size_t n = std::size(methods);
-    std::vector<std::vector<double>> rates(n);
-    for (int r = 0; r < rounds; ++r)
-      for (std::size_t j = 0; j < n; ++j) {
-        const std::size_t m = (j + r) % n;  // alternate who goes first
-        const double t0 = now();
-        methods[m].run(bufs[m]);
-        rates[m].push_back(double(bufs[m].s.B) * T / (now() - t0));
-      }
-    std::vector<double> med(n);
-    for (std::size_t m = 0; m < n; ++m) {
-      std::sort(rates[m].begin(), rates[m].end());
-      med[m] = rates[m][rates[m].size() / 2];
-    }
-    for (std::size_t m = 0; m < n; ++m)
-      std::printf("%-20s %6d %6d %12.0f %10.2f\n", methods[m].name, T, bufs[m].s.B, med[m], med[0] / med[m]);
-  }
+  for (int T : lengths) time_methods(methods, std::size(methods), T, rounds, seconds, [](Buffers&) {});
+  if (blocked) blocked_comparison(lengths, rounds, seconds);
   return 0;
 }
