@@ -15,9 +15,10 @@
 // (acc <- H_j acc + p_ij v_j). It runs kHouseholderTileRows query rows side
 // by side, so each step is hd FMAs across rows rather than a dot product's
 // reduction per row; tile_rows = 1 is the plain row-by-row order (same
-// result up to rounding; bench/attention.cpp times both). Backward
-// recomputes a tile, keeping its u's and acc's in O(T hd) per row and thread,
-// so memory stays linear in T.
+// result up to rounding; bench/attention.cpp times both). Forward keeps
+// only a tile's scores (T x 16 per thread), so evaluation memory stays linear
+// in T; backward recomputes a tile, keeping its u's and acc's and the head's
+// dk, dv, dw lane by lane (five T x hd x 16 buffers per thread).
 #pragma once
 
 #include <cstdint>
