@@ -21,14 +21,17 @@ namespace {
 using namespace routelab;
 using namespace routelab::nn;
 
+// "householder_qk:reflection" names a scheme and its householder_beta.
 ModelConfig tiny_config(const std::string& scheme) {
   ModelConfig m;
+  const std::size_t colon = scheme.find(':');
+  if (colon != std::string::npos) m.householder_beta = scheme.substr(colon + 1);
   m.d_model = 8;
   m.heads = 2;
   m.layers = 2;
   m.mlp_ratio = 2;
   m.context = 66;
-  m.scheme = scheme;
+  m.scheme = scheme.substr(0, colon);
   // Large angle increments so the angles' derivatives are far from zero.
   m.angle_scale = 3.0;
   return m;
@@ -114,7 +117,8 @@ TEST_P(nn_grad, every_tensor_matches_finite_differences) {
 INSTANTIATE_TEST_SUITE_P(scheme, nn_grad,
                          ::testing::Values("nope", "rope", "rope_qkv", "random_qk", "random_qkv", "learned_qk",
                                            "learned_qkv", "alibi", "learned_qkv_alibi", "random_qkv_alibi",
-                                           "learned_qkv_forget"));
+                                           "learned_qkv_forget", "householder_qk", "householder_qkv",
+                                           "householder_qk:reflection", "householder_qkv:reflection"));
 
 // The check itself must be able to fail: an analytic gradient off by one part
 // in 1e5 in a single tensor, the angle table, is caught there and only there.

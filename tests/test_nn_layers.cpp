@@ -15,6 +15,7 @@
 
 #include "nn/adamw.h"
 #include "nn/attention.h"
+#include "nn/checkpoint.h"
 #include "nn/config.h"
 #include "nn/eval.h"
 #include "nn/model.h"
@@ -185,7 +186,7 @@ TEST(nn_schemes, alibi_slopes_are_the_standard_ones) {
 }
 
 TEST(nn_model, same_bytes_at_one_and_two_threads) {
-  for (const char* scheme : {"random_qkv", "learned_qkv", "alibi", "learned_qkv_forget"}) {
+  for (const char* scheme : {"random_qkv", "learned_qkv", "alibi", "learned_qkv_forget", "householder_qkv"}) {
     Model<float> model(small_config(scheme), 2);
     const int B = 3, T = 130;
     std::vector<int> tokens(B * T), targets(B * T);
@@ -206,20 +207,22 @@ TEST(nn_model, same_bytes_at_one_and_two_threads) {
 }
 
 TEST(nn_model, evaluation_memory_grows_linearly_in_length) {
-  ModelConfig m = small_config("rope");
-  Model<float> model(m, 1);
-  std::size_t floats[2];
-  for (int i = 0; i < 2; ++i) {
-    const int T = 1024 << i;
-    std::vector<int> tokens(T, 65);
-    model.forward(tokens.data(), tokens.data(), 1, T, 0, false);
-    floats[i] = model.arena_floats();
+  for (const char* scheme : {"rope", "householder_qkv"}) {
+    ModelConfig m = small_config(scheme);
+    Model<float> model(m, 1);
+    std::size_t floats[2];
+    for (int i = 0; i < 2; ++i) {
+      const int T = 512 << i;
+      std::vector<int> tokens(T, 65);
+      model.forward(tokens.data(), tokens.data(), 1, T, 0, false);
+      floats[i] = model.arena_floats();
+    }
+    EXPECT_NEAR(double(floats[1]) / double(floats[0]), 2.0, 0.01) << scheme;
+    // The default model at 64 x 128: well under 1 GiB of activations.
+    ModelConfig d;
+    const double per_position = double(floats[0]) / 512 / m.d_model * d.d_model;
+    EXPECT_LT(per_position * 8192 * 4, 0.25 * (1 << 30)) << scheme;
   }
-  EXPECT_NEAR(double(floats[1]) / double(floats[0]), 2.0, 0.01);
-  // The default model at 64 x 128: well under 1 GiB of activations.
-  ModelConfig d;
-  const double per_position = double(floats[0]) / 1024 / m.d_model * d.d_model;
-  EXPECT_LT(per_position * 8192 * 4, 0.25 * (1 << 30));
 }
 
 TEST(nn_train, batches_are_a_function_of_seed_and_step) {
@@ -287,6 +290,7 @@ TEST(nn_config, refuses_what_no_model_can_be) {
       {"[model]\nd_model = 12\nheads = 4\nscheme = \"rope\"\n", "must be even (it is 3)"},
       {"[train]\nlr = -1\n", "[train] lr must be"},
       {"[train]\nsteps = 2.5\n", "[train] steps must be an integer"},
+      {"[model]\nhouseholder_beta = \"half\"\n", "householder_beta must be \"path\" or \"reflection\""},
   };
   for (const auto& [text, want] : cases) {
     try {
@@ -303,6 +307,27 @@ TEST(nn_config, refuses_what_no_model_can_be) {
 TEST(nn_config, round_trips_through_its_own_toml) {
   RunConfig c = parse_text("[model]\nscheme = \"learned_qkv\"\nangle_scale = 0.25\n[train]\nseed = 7\n");
   EXPECT_EQ(parse_text(to_toml(c)), c);
+  c = parse_text("[model]\nscheme = \"householder_qkv\"\nhouseholder_beta = \"reflection\"\n");
+  EXPECT_EQ(parse_text(to_toml(c)), c);
+}
+
+// Resuming compares householder_beta like every weight-changing key; a
+// checkpoint from before the key existed had the default, "path".
+TEST(nn_config, checkpoints_compare_householder_beta) {
+  RunConfig path = parse_text("[model]\nscheme = \"householder_qk\"\n");
+  RunConfig reflection = parse_text("[model]\nscheme = \"householder_qk\"\nhouseholder_beta = \"reflection\"\n");
+  Checkpoint ck;
+  ck.config = to_json(path);
+  EXPECT_NO_THROW(require_same_config(ck, path, "ck"));
+  try {
+    require_same_config(ck, reflection, "ck");
+    ADD_FAILURE() << "a checkpoint of beta \"path\" resumed as \"reflection\"";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("householder_beta"), std::string::npos) << e.what();
+  }
+  ck.config["model"].erase("householder_beta");
+  EXPECT_NO_THROW(require_same_config(ck, path, "ck"));
+  EXPECT_THROW(require_same_config(ck, reflection, "ck"), CheckpointError);
 }
 
 }  // namespace

@@ -88,7 +88,8 @@ double max_lse_error(Model<float>& model, Fn stretch) {
   for (int& x : tokens) x = int(s.below(256));
   for (int& x : targets) x = int(s.below(256));
   double worst = 0;
-  model.set_attention_observer([&](int, const float* q, const float* k, ScoreBias<float> bias, AttentionShape sh) {
+  model.set_attention_observer([&](int, const float* q, const float* k, ScoreBias<float> bias, const float*,
+                                   const float*, AttentionShape sh) {
     const std::size_t n = std::size_t(sh.B) * sh.H * sh.T;
     std::vector<float> o(n * sh.hd), lse(n);
     attention_forward(o.data(), lse.data(), q, k, k, bias, sh);
@@ -125,15 +126,14 @@ TEST(nn_probe, rebuilt_rows_are_the_models_own_softmax) {
 
 TEST(nn_probe, every_row_of_a_trained_model_meets_proposition_3) {
   TempDir tmp;
-  for (const char* scheme : {"learned_qkv", "alibi"}) {
+  for (const char* scheme : {"learned_qkv", "alibi", "householder_qkv"}) {
     spit(tmp / "c.toml", tiny_config(scheme, 40, 40));
     train_run(load_run_config((tmp / "c.toml").string()), {(tmp / scheme).string(), false, false});
     TrainedRun run = load_trained_run((tmp / scheme).string(), "4x");
     const int64_t W = 3, L = 64;
     const int H = run.config.model.heads;
     std::vector<HeadProbe> heads(run.config.model.layers * H);
-    run.model->set_attention_observer([&](int layer, const float* q, const float* k, ScoreBias<float> bias,
-                                          AttentionShape s) { probe_attention(&heads[layer * H], q, k, bias, s, W); });
+    run.model->set_attention_observer(probe_observer<float>(heads.data(), W));
     std::vector<int> tokens(2 * L), targets(2 * L);
     for (int64_t t = 0; t < 2 * L; ++t) tokens[t] = run.corpus.val[t], targets[t] = run.corpus.val[t + 1];
     run.model->forward(tokens.data(), targets.data(), 2, int(L), kEvalPass, false);
@@ -145,8 +145,7 @@ TEST(nn_probe, every_row_of_a_trained_model_meets_proposition_3) {
     }
     // The observer's sums do not depend on the thread count.
     std::vector<HeadProbe> again(heads.size());
-    run.model->set_attention_observer([&](int layer, const float* q, const float* k, ScoreBias<float> bias,
-                                          AttentionShape s) { probe_attention(&again[layer * H], q, k, bias, s, W); });
+    run.model->set_attention_observer(probe_observer<float>(again.data(), W));
     const int threads = omp_get_max_threads();
     omp_set_num_threads(threads == 1 ? 2 : 1);
     run.model->forward(tokens.data(), targets.data(), 2, int(L), kEvalPass, false);

@@ -88,6 +88,8 @@ void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::st
     (*j)["train"].erase("log_every");
     j->erase("data");
   }
+  // Checkpoints from before householder_beta existed had its default.
+  if (have.contains("model") && !have["model"].contains("householder_beta")) have["model"]["householder_beta"] = "path";
   const std::string d = first_difference(have, want, "");
   if (!d.empty())
     throw CheckpointError(

@@ -102,6 +102,7 @@ RunConfig parse_run_config(const toml::table& t, const std::string& where, const
     r.real("angle_scale", c.model.angle_scale, 0.0, 1e6);
     r.real("rope_base", c.model.rope_base, 1.0, 1e12, true);
     r.text("learned_init", c.model.learned_init, "\"uniform\" or \"rope\"");
+    r.text("householder_beta", c.model.householder_beta, "\"path\" or \"reflection\"");
     r.finish();
   }
   {
@@ -157,6 +158,8 @@ void validate(const RunConfig& c, const std::string& where) {
                                   where, m.scheme, m.head_dim()));
   if (m.learned_init != "uniform" && m.learned_init != "rope")
     throw ConfigError(fmt::format("{}: [model] learned_init must be \"uniform\" or \"rope\"", where));
+  if (m.householder_beta != "path" && m.householder_beta != "reflection")
+    throw ConfigError(fmt::format("{}: [model] householder_beta must be \"path\" or \"reflection\"", where));
   if (c.corpus.empty()) throw ConfigError(fmt::format("{}: [data] corpus must be a directory path", where));
 }
 
@@ -169,7 +172,7 @@ std::string to_toml(const RunConfig& c) {
     << "d_model = " << m.d_model << "\nheads = " << m.heads << "\nlayers = " << m.layers
     << "\nmlp_ratio = " << m.mlp_ratio << "\ncontext = " << m.context << "\nscheme = \"" << m.scheme << "\""
     << "\nangle_scale = " << num(m.angle_scale) << "\nrope_base = " << num(m.rope_base) << "\nlearned_init = \""
-    << m.learned_init << "\"\n\n[train]\n"
+    << m.learned_init << "\"\nhouseholder_beta = \"" << m.householder_beta << "\"\n\n[train]\n"
     << "batch = " << t.batch << "\nsteps = " << t.steps << "\nlr = " << num(t.lr)
     << "\nmin_lr_ratio = " << num(t.min_lr_ratio) << "\nwarmup = " << t.warmup
     << "\nweight_decay = " << num(t.weight_decay) << "\nbeta1 = " << num(t.beta1) << "\nbeta2 = " << num(t.beta2)
@@ -185,7 +188,8 @@ nlohmann::json to_json(const RunConfig& c) {
   return {{"model",
            {{"vocab", m.vocab}, {"d_model", m.d_model}, {"heads", m.heads}, {"layers", m.layers},
             {"mlp_ratio", m.mlp_ratio}, {"context", m.context}, {"scheme", m.scheme}, {"angle_scale", m.angle_scale},
-            {"rope_base", m.rope_base}, {"learned_init", m.learned_init}}},
+            {"rope_base", m.rope_base}, {"learned_init", m.learned_init},
+            {"householder_beta", m.householder_beta}}},
           {"train",
            {{"batch", t.batch}, {"steps", t.steps}, {"lr", t.lr}, {"min_lr_ratio", t.min_lr_ratio},
             {"warmup", t.warmup}, {"weight_decay", t.weight_decay}, {"beta1", t.beta1}, {"beta2", t.beta2},

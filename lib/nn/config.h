@@ -1,6 +1,6 @@
 // The configuration of one training run, read from TOML:
 //   [model]  d_model, heads, layers, mlp_ratio, context, scheme, angle_scale,
-//            rope_base, learned_init
+//            rope_base, learned_init, householder_beta
 //   [train]  batch, steps, lr, min_lr_ratio, warmup, weight_decay, beta1,
 //            beta2, eps, grad_clip, seed, checkpoint_every, log_every
 //   [data]   corpus
@@ -42,6 +42,9 @@ struct ModelConfig {
   // "uniform": table entries ~ U(-scale f_b, scale f_b); "rope": every entry
   // f_b, so the learned scheme starts as RoPE.
   std::string learned_init = "uniform";
+  // Householder schemes' step size (nn/householder.h): "path", PaTH's learned
+  // beta = 2 sigmoid(.) in (0, 2); "reflection", beta = 2 (orthogonal steps).
+  std::string householder_beta = "path";
 
   int head_dim() const { return d_model / heads; }
   bool operator==(const ModelConfig&) const = default;

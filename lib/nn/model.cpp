@@ -9,6 +9,7 @@
 
 #include "nn/attention.h"
 #include "nn/forget_gate.h"
+#include "nn/householder.h"
 #include "nn/layers.h"
 #include "nn/streams.h"
 #include "rng/stream.h"
@@ -22,7 +23,8 @@ const char* const kLayerTensors[] = {"ln1w", "ln1b", "qkvw", "qkvb", "attprojw",
 
 // Offsets of one layer's tensors in the parameter buffer.
 struct LayerParams {
-  std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb, angles, fgw, fgb;
+  std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb, angles, fgw, fgb,
+      hhw, hhb, hhu, hhc;
 };
 
 std::size_t find_offset(const std::vector<ParamTensor>& ts, const std::string& name) {
@@ -35,7 +37,8 @@ LayerParams layer_params(const std::vector<ParamTensor>& ts, int l) {
   const std::string p = "layer" + std::to_string(l) + ".";
   auto o = [&](const char* n) { return find_offset(ts, p + n); };
   return {o("ln1w"), o("ln1b"),  o("qkvw"), o("qkvb"),    o("attprojw"), o("attprojb"), o("ln2w"),
-          o("ln2b"), o("fcw"),   o("fcb"),  o("fcprojw"), o("fcprojb"),  o("angles"), o("fgw"), o("fgb")};
+          o("ln2b"), o("fcw"),   o("fcb"),  o("fcprojw"), o("fcprojb"),  o("angles"), o("fgw"), o("fgb"),
+          o("hhw"),  o("hhb"),   o("hhu"),  o("hhc")};
 }
 
 }  // namespace
@@ -45,6 +48,7 @@ std::vector<ParamTensor> param_layout(const ModelConfig& m) {
   const SchemeInfo* scheme = find_scheme(m.scheme);
   const bool learned = scheme && scheme->angles == AngleKind::learned;
   const bool forget = scheme && scheme->forget;
+  const bool householder = scheme && scheme->householder;
   std::vector<ParamTensor> ts;
   std::size_t at = 0;
   auto add = [&](std::string name, std::size_t size, bool decay) {
@@ -60,6 +64,11 @@ std::vector<ParamTensor> param_layout(const ModelConfig& m) {
     if (learned) add(p + "angles", 256 * std::size_t(m.head_dim() / 2), false);
     // The forget gate's projection (heads x C) and bias (0 at start: f = 1/2).
     if (forget) add(p + "fgw", std::size_t(m.heads) * C, true), add(p + "fgb", std::size_t(m.heads), false);
+    // Householder directions (C x C: every head's hd rows) and, for PaTH's
+    // beta, its logits (heads x C); biases 0 at start (beta = 1).
+    if (householder) add(p + "hhw", C * C, true), add(p + "hhb", C, false);
+    if (householder && m.householder_beta == "path")
+      add(p + "hhu", std::size_t(m.heads) * C, true), add(p + "hhc", std::size_t(m.heads), false);
   }
   add("lnfw", C, false);
   add("lnfb", C, false);
@@ -72,7 +81,7 @@ template <class R>
 struct Model<R>::Arena {
   struct Layer {
     R *ln1, *ln1_mean, *ln1_rstd, *qkv, *q, *k, *v, *o, *lse, *atty, *attproj, *res2, *ln2, *ln2_mean, *ln2_rstd,
-        *fch, *fch_gelu, *fcproj, *res3, *cs, *fz, *cum;
+        *fch, *fch_gelu, *fcproj, *res3, *cs, *fz, *cum, *hz, *hw, *hr, *hbeta;
   };
   int B = 0, T = 0;
   bool shared = false;
@@ -85,6 +94,8 @@ struct Model<R>::Arena {
     B = B_, T = T_, shared = shared_;
     const std::size_t N = std::size_t(B) * T, C = m.d_model, F = std::size_t(m.mlp_ratio) * C, V = m.vocab;
     const std::size_t nb = std::size_t(m.head_dim() / 2);
+    const SchemeInfo* scheme = find_scheme(m.scheme);
+    const std::size_t hh = scheme && scheme->householder ? 1 : 0;  // other schemes keep no steps
     layers.assign(m.layers, {});
     // Two passes over the same list: count, then hand out pointers.
     std::size_t total = 0;
@@ -111,6 +122,8 @@ struct Model<R>::Arena {
         place(L.fch, N * F, assign), place(L.fch_gelu, N * F, assign), place(L.fcproj, N * C, assign);
         place(L.res3, N * C, assign), place(L.cs, N * nb * 2, assign);
         place(L.fz, N * m.heads, assign), place(L.cum, N * m.heads, assign);
+        place(L.hz, hh * N * C, assign), place(L.hw, hh * N * C, assign);
+        place(L.hr, hh * N * m.heads, assign), place(L.hbeta, hh * N * m.heads, assign);
       }
     }
   }
@@ -176,6 +189,7 @@ double Model<R>::forward(const int* tokens, const int* targets, int B, int T, ui
   const R* P = params.data();
   const bool rotary = angles_ != nullptr;
   if (rotary) theta_.resize(std::size_t(N) * nb);
+  const bool path_beta = m.householder_beta == "path";
 
   encoder_forward(a.encoded, tokens, P + tensors_[0].offset, N, int(C));
   const R* residual = a.encoded;
@@ -196,10 +210,20 @@ double Model<R>::forward(const int* tokens, const int* targets, int B, int T, ui
         L.cs[2 * i + 1] = R(std::sin(theta_[i]));
       }
     }
+    if (scheme_.householder) {
+      matmul_forward(L.hz, L.ln1, P + lp.hhw, P + lp.hhb, N, int(C), int(C));
+      if (path_beta) matmul_forward(L.hr, L.ln1, P + lp.hhu, P + lp.hhc, N, int(C), m.heads);
+      householder_steps_forward(L.hw, L.hbeta, L.hz, path_beta ? L.hr : nullptr, shape);
+    }
     const R* cs = rotary ? L.cs : nullptr;
     split_heads_forward(L.q, L.k, L.v, L.qkv, cs, scheme_.values, shape);
-    if (observer_) observer_(l, L.q, L.k, score_bias(L.cum), shape);
-    attention_forward(L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
+    if (observer_)
+      observer_(l, L.q, L.k, score_bias(L.cum), scheme_.householder ? L.hw : nullptr,
+                scheme_.householder ? L.hbeta : nullptr, shape);
+    if (scheme_.householder)
+      householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, scheme_.values, shape);
+    else
+      attention_forward(L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
     merge_heads_forward(L.atty, L.o, scheme_.values ? cs : nullptr, shape);
     matmul_forward(L.attproj, L.atty, P + lp.attprojw, P + lp.attprojb, N, int(C), int(C));
     residual_forward(L.res2, residual, L.attproj, N * C);
@@ -235,6 +259,7 @@ void Model<R>::backward() {
   R* G = grads.data();
   const bool rotary = angles_ != nullptr;
   const bool learned = rotary && angles_->table_size() > 0;
+  const bool path_beta = m.householder_beta == "path";
   if (learned) dtheta_.assign(std::size_t(N) * (m.head_dim() / 2), 0.0);
   double* dtheta = learned ? dtheta_.data() : nullptr;
   const int* tokens = tokens_.data();
@@ -265,7 +290,15 @@ void Model<R>::backward() {
                     int(C));
     if (dtheta) std::fill(dtheta_.begin(), dtheta_.end(), 0.0);
     merge_heads_backward(D.o, dtheta, D.atty, L.atty, scheme_.values ? cs : nullptr, shape);
-    attention_backward(D.q, D.k, D.v, D.cum, D.o, L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
+    if (scheme_.householder) {
+      householder_attention_backward(D.q, D.k, D.v, D.hw, D.hbeta, D.o, L.q, L.k, L.v, L.hw, L.hbeta,
+                                     scheme_.values, shape);
+      householder_steps_backward(D.hz, path_beta ? D.hr : nullptr, D.hw, D.hbeta, L.hz, L.hbeta, shape);
+      matmul_backward(D.ln1, G + lp.hhw, G + lp.hhb, D.hz, L.ln1, P + lp.hhw, N, int(C), int(C));
+      if (path_beta) matmul_backward(D.ln1, G + lp.hhu, G + lp.hhc, D.hr, L.ln1, P + lp.hhu, N, int(C), m.heads);
+    } else {
+      attention_backward(D.q, D.k, D.v, D.cum, D.o, L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
+    }
     if (scheme_.forget) {
       forget_gate_backward(D.fz, D.cum, L.fz, B, T, m.heads);
       matmul_backward(D.ln1, G + lp.fgw, G + lp.fgb, D.fz, L.ln1, P + lp.fgw, N, int(C), m.heads);

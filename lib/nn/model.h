@@ -59,11 +59,13 @@ class Model {
   // linearly in B x T; evaluation shares one buffer set across layers).
   std::size_t arena_floats() const;
 
-  // Sees every layer's q and k (B, H, T, hd), rotated by the scheme, and the
-  // score bias just before attention (routelab probe). Evaluation shares one
-  // arena across layers, so an observer must read q and k during the call.
-  using AttentionObserver =
-      std::function<void(int layer, const R* q, const R* k, ScoreBias<R> bias, AttentionShape shape)>;
+  // Sees every layer's q and k (B, H, T, hd), rotated by the scheme, the
+  // score bias, and under Householder transport its steps w (B, H, T, hd) and
+  // beta (B, H, T) (null otherwise), just before attention (routelab probe).
+  // Evaluation shares one arena across layers, so an observer must read them
+  // during the call.
+  using AttentionObserver = std::function<void(int layer, const R* q, const R* k, ScoreBias<R> bias, const R* hh_w,
+                                               const R* hh_beta, AttentionShape shape)>;
   void set_attention_observer(AttentionObserver f) { observer_ = std::move(f); }
 
  private:

@@ -12,6 +12,7 @@
 #include "attention/far_mass.h"
 #include "io/table.h"
 #include "nn/eval.h"
+#include "nn/householder.h"
 #include "nn/experiment.h"
 #include "nn/train.h"
 #include "theory/far_mass_bounds.h"
@@ -113,7 +114,8 @@ void HeadProbe::add(const RowStats& r, bool last_bin) {
 }
 
 template <class R>
-void probe_attention(HeadProbe* heads, const R* q, const R* k, ScoreBias<R> bias, AttentionShape s, int64_t window) {
+void probe_attention(HeadProbe* heads, const R* q, const R* k, ScoreBias<R> bias, const R* hh_w, const R* hh_beta,
+                     AttentionShape s, int64_t window) {
   const int64_t BH = int64_t(s.B) * s.H, T = s.T, rows = T - window - 1;
   if (rows <= 0) return;
   std::vector<MatD> Q(BH), K(BH);
@@ -124,11 +126,17 @@ void probe_attention(HeadProbe* heads, const R* q, const R* k, ScoreBias<R> bias
 #pragma omp parallel
   {
     std::vector<double> logits(T);
+    std::vector<R> transported(hh_w ? T : 0);
 #pragma omp for schedule(dynamic, 16)
     for (int64_t task = 0; task < BH * rows; ++task) {
       const int64_t bh = task / rows, i = window + 1 + task % rows;
-      row_logits(logits.data(), Q[bh], K[bh], scale, bias.slopes ? bias.slopes[bh % s.H] : 0.0,
-                 bias.cum ? bias.cum + bh * T : nullptr, i);
+      if (hh_w) {
+        householder_row_logits(transported.data(), q, k, hh_w, hh_beta, bh, i, s);
+        std::copy(transported.begin(), transported.begin() + i + 1, logits.begin());
+      } else {
+        row_logits(logits.data(), Q[bh], K[bh], scale, bias.slopes ? bias.slopes[bh % s.H] : 0.0,
+                   bias.cum ? bias.cum + bh * T : nullptr, i);
+      }
       stats[task] = attention_row_stats(logits.data(), i + 1, window);
     }
   }
@@ -245,8 +253,7 @@ std::string probe_runs(const ProbeOptions& o) {
       const auto t0 = std::chrono::steady_clock::now();
       const int64_t windows = std::min<int64_t>(o.max_windows, int64_t(val.size() - 1) / L);
       std::vector<HeadProbe> heads(std::size_t(layers) * H);
-      model.set_attention_observer([&](int layer, const float* q, const float* k, ScoreBias<float> bias,
-                                       AttentionShape s) { probe_attention(&heads[layer * H], q, k, bias, s, W); });
+      model.set_attention_observer(probe_observer<float>(heads.data(), W));
       // evaluate()'s windows and pass ids: the same bytes, the same random angles.
       forward_windows(model, val, L, windows, [](int64_t, int) {});
       model.set_attention_observer(nullptr);
@@ -319,7 +326,8 @@ std::string probe_runs(const ProbeOptions& o) {
 #define ROUTELAB_PROBE(R)                                                                                      \
   template void attention_row_logits<R>(double*, const R*, const R*, ScoreBias<R>, AttentionShape, int64_t, int, \
                                         int64_t);                                                              \
-  template void probe_attention<R>(HeadProbe*, const R*, const R*, ScoreBias<R>, AttentionShape, int64_t);
+  template void probe_attention<R>(HeadProbe*, const R*, const R*, ScoreBias<R>, const R*, const R*,               \
+                                   AttentionShape, int64_t);
 ROUTELAB_PROBE(float)
 ROUTELAB_PROBE(double)
 #undef ROUTELAB_PROBE

@@ -63,8 +63,21 @@ struct HeadProbe {
 // Adds every scored row of one layer's attention (all batch elements; heads
 // into heads[0..H)). Rows are computed in parallel and added in a fixed order,
 // so the sums do not depend on the thread count.
+// Under Householder transport (hh_w not null) the logits are the transported
+// scores k_j^T H_{j+1} ... H_i q_i / sqrt(hd) (nn/householder.h).
 template <class R>
-void probe_attention(HeadProbe* heads, const R* q, const R* k, ScoreBias<R> bias, AttentionShape s, int64_t window);
+void probe_attention(HeadProbe* heads, const R* q, const R* k, ScoreBias<R> bias, const R* hh_w, const R* hh_beta,
+                     AttentionShape s, int64_t window);
+
+// A Model observer that probes every layer: layer l's heads go to
+// heads[l H .. (l + 1) H).
+template <class R>
+typename Model<R>::AttentionObserver probe_observer(HeadProbe* heads, int64_t window) {
+  return [heads, window](int layer, const R* q, const R* k, ScoreBias<R> bias, const R* hh_w, const R* hh_beta,
+                         AttentionShape s) {
+    probe_attention(heads + int64_t(layer) * s.H, q, k, bias, hh_w, hh_beta, s, window);
+  };
+}
 
 // One block's step-angle law.
 struct BlockGap {

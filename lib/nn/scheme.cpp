@@ -17,6 +17,8 @@ const std::vector<SchemeInfo>& all_schemes() {
       {"learned_qkv_alibi", AngleKind::learned, true, true},
       {"random_qkv_alibi", AngleKind::random, true, true},
       {"learned_qkv_forget", AngleKind::learned, true, false, true},
+      {"householder_qk", AngleKind::none, false, false, false, true},
+      {"householder_qkv", AngleKind::none, true, false, false, true},
   };
   return s;
 }

@@ -10,6 +10,15 @@
 //   random_qkv_alibi     control by distance)
 //   learned_qkv_forget   accumulated rotation plus a forget gate's bias
 //                        (far-mass control by the data; nn/forget_gate.h)
+//   householder_qk/_qkv  PaTH: s_ij = k_j^T H_{j+1} ... H_i q_i / sqrt(hd),
+//                        H_t = I - beta_t w_t w_t^T, w_t = unit(W x_t + b)
+//                        per layer and head (nn/householder.h); _qkv also
+//                        carries v_j to i by H_i ... H_{j+1}. [model]
+//                        householder_beta = "path" (default, PaTH's own):
+//                        beta_t = 2 sigmoid(u_h . x_t + c_h), orthogonal only
+//                        at 0 and 2, a contraction along w_t in between;
+//                        "reflection": beta = 2, pure reflections, the case
+//                        the paper's theorems cover.
 // The rotary schemes rotate q and k by theta; the _qkv ones (and rope_qkv)
 // also rotate value j by +theta_j and the weighted sum for query i by
 // -theta_i, so values travel by the same route as scores.
@@ -34,6 +43,7 @@ struct SchemeInfo {
   bool values;  // values are transported too (QKV)
   bool alibi;
   bool forget = false;  // a data-dependent forget gate biases the scores
+  bool householder = false;  // PaTH's Householder steps transport q (and v)
 };
 
 const std::vector<SchemeInfo>& all_schemes();

@@ -1,0 +1,66 @@
+// Householder transport inside attention (PaTH, Yang et al. 2025): per head
+// and position a step H_t = I - beta_t w_t w_t^T, w_t a unit vector made from
+// the layer's input, and the score of query i and key j <= i
+//   s_ij = k_j^T (H_{j+1} ... H_i) q_i / sqrt(hd)
+// (the query's own step included, the key's excluded; j = i is the identity).
+// With values transported too (householder_qkv)
+//   o_i = sum_j p_ij (H_{j+1} ... H_i)^T v_j = sum_j p_ij H_i ... H_{j+1} v_j.
+// beta_t = 2 sigmoid(.) is PaTH's own step: orthogonal only at 0 and 2, a
+// contraction along w_t in between. beta = 2 makes every step a reflection,
+// the case the paper's theorems cover.
+//
+// Layouts as in attention.h: q, k, v, o, w (B, H, T, hd); beta (B, H, T).
+// The fast path costs O(T^2 hd) per head: for query i it carries u = q_i
+// down the keys (score k_j, then u <- H_j u) and the values up
+// (acc <- H_j acc + p_ij v_j). It runs kHouseholderTileRows query rows side
+// by side, so each step is hd FMAs across rows rather than a dot product's
+// reduction per row; tile_rows = 1 is the plain row-by-row order (same
+// result up to rounding; bench/attention.cpp times both). Forward keeps
+// only a tile's scores (T x 16 per thread), so evaluation memory stays linear
+// in T; backward recomputes a tile, keeping its u's and acc's and the head's
+// dk, dv, dw lane by lane (five T x hd x 16 buffers per thread).
+#pragma once
+
+#include <cstdint>
+
+#include "nn/attention.h"
+
+namespace routelab::nn {
+
+constexpr int kHouseholderTileRows = 16;  // one 512-bit register of floats per coordinate
+
+// The steps from the projections: z (B, T, C) -> w (B, H, T, hd), each head's
+// slice normalised; beta_logit (B, T, H) -> beta (B, H, T) = 2 sigmoid(.),
+// or beta = 2 everywhere when beta_logit is null (reflections).
+template <class R>
+void householder_steps_forward(R* w, R* beta, const R* z, const R* beta_logit, AttentionShape s);
+// dz (and dbeta_logit when not null) from dw, dbeta: written, not added.
+template <class R>
+void householder_steps_backward(R* dz, R* dbeta_logit, const R* dw, const R* dbeta, const R* z, const R* beta,
+                                AttentionShape s);
+
+// o = softmax(s, causal) times the values, transported when `values`.
+// tile_rows: kHouseholderTileRows, or 1 for the row-by-row order.
+template <class R>
+void householder_attention_forward(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
+                                   bool values, AttentionShape s, int tile_rows = kHouseholderTileRows);
+// Adds d loss / d q, k, v, w, beta.
+template <class R>
+void householder_attention_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q, const R* k,
+                                    const R* v, const R* w, const R* beta, bool values, AttentionShape s,
+                                    int tile_rows = kHouseholderTileRows);
+
+// One query row's raw logits s_i0 .. s_ii (i + 1 values) for head bh = b H + h,
+// before any softmax: what an attention probe reads.
+template <class R>
+void householder_row_logits(R* logits, const R* q, const R* k, const R* w, const R* beta, int64_t bh, int64_t i,
+                            AttentionShape s);
+
+// The plain reference, for tests only: every transport H_{j+1} ... H_i built
+// as an explicit hd x hd product, O(T^3 hd^3). key_step_included plants the
+// off-by-one (H_j ... H_i) that the tests must catch.
+void householder_attention_reference(double* o, const double* q, const double* k, const double* v, const double* w,
+                                     const double* beta, bool values, AttentionShape s,
+                                     bool key_step_included = false);
+
+}  // namespace routelab::nn
