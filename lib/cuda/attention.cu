@@ -36,40 +36,48 @@ __device__ inline int64_t head_index(int64_t b, int64_t t, int h, int e, const A
   return ((b * s.H + h) * s.T + t) * s.hd + e;
 }
 
+// Element i of a merged tensor (B, T, width, C) (qkv: width 3; y: width 1):
+// its position, and its place in the per-head layout.
+struct MergedPlace {
+  int64_t bt;        // b T + t
+  int w;             // 0, 1, 2 for q, k, v (0 for y)
+  int e;             // coordinate within the head
+  int64_t head_at;   // index in the per-head tensor (B, H, T, hd)
+  const float* rot;  // (cos, sin) of the pair e belongs to; null without rotation
+};
+
+__device__ inline MergedPlace merged_place(int64_t i, int width, const float* cs, const AttentionShape& s) {
+  const int64_t C = channels(s), bt = i / (width * C), wc = i % (width * C);
+  const int w = int(wc / C), h = int(wc % C / s.hd), e = int(wc % C % s.hd);
+  return {bt, w, e, head_index(bt / s.T, bt % s.T, h, e, s), cs ? cs + (bt * (s.hd / 2) + e / 2) * 2 : nullptr};
+}
+
+// Component e of a's pair (which starts at at - (e & 1)) turned by R(theta)
+// (sign 1) or R(-theta) (sign -1).
+__device__ inline float turned(const float* a, int64_t at, int e, const float* rot, float sign) {
+  const int64_t pair = at - (e & 1);
+  return rotate_component(a[pair], a[pair + 1], rot[0], sign * rot[1], e & 1);
+}
+
 // One thread per element of qkv (B, T, 3, C): reads are coalesced.
 __global__ void split_heads_forward_kernel(float* q, float* k, float* v, const float* qkv, const float* cs,
                                            bool rotate_v, AttentionShape s) {
-  const int64_t C = channels(s), nb = s.hd / 2;
-  for (int64_t i = grid_first(); i < int64_t(s.B) * s.T * 3 * C; i += grid_stride()) {
-    const int64_t bt = i / (3 * C), wc = i % (3 * C);
-    const int w = int(wc / C), h = int(wc % C / s.hd), e = int(wc % C % s.hd);
-    float* outs[3] = {q, k, v};
-    float val = qkv[i];
-    if (cs && (w < 2 || rotate_v)) {
-      const float* rot = cs + (bt * nb + e / 2) * 2;
-      const int64_t pair = i - (e & 1);
-      val = rotate_component(qkv[pair], qkv[pair + 1], rot[0], rot[1], e & 1);
-    }
-    outs[w][head_index(bt / s.T, bt % s.T, h, e, s)] = val;
+  float* outs[3] = {q, k, v};
+  for (int64_t i = grid_first(); i < int64_t(s.B) * s.T * 3 * channels(s); i += grid_stride()) {
+    const MergedPlace p = merged_place(i, 3, cs, s);
+    const bool rotated = p.rot && (p.w < 2 || rotate_v);
+    outs[p.w][p.head_at] = rotated ? turned(qkv, i, p.e, p.rot, 1.0f) : qkv[i];
   }
 }
 
 // d qkv += R(-theta) dq (and dk, dv), one thread per element of dqkv.
 __global__ void split_heads_backward_input_kernel(float* dqkv, const float* dq, const float* dk, const float* dv,
                                                   const float* cs, bool rotate_v, AttentionShape s) {
-  const int64_t C = channels(s), nb = s.hd / 2;
-  for (int64_t i = grid_first(); i < int64_t(s.B) * s.T * 3 * C; i += grid_stride()) {
-    const int64_t bt = i / (3 * C), wc = i % (3 * C);
-    const int w = int(wc / C), h = int(wc % C / s.hd), e = int(wc % C % s.hd);
-    const float* grads[3] = {dq, dk, dv};
-    const int64_t at = head_index(bt / s.T, bt % s.T, h, e, s);
-    if (!cs || (w == 2 && !rotate_v)) {
-      dqkv[i] += grads[w][at];
-      continue;
-    }
-    const float* rot = cs + (bt * nb + e / 2) * 2;
-    const int64_t pair = at - (e & 1);
-    dqkv[i] += rotate_component(grads[w][pair], grads[w][pair + 1], rot[0], -rot[1], e & 1);
+  const float* grads[3] = {dq, dk, dv};
+  for (int64_t i = grid_first(); i < int64_t(s.B) * s.T * 3 * channels(s); i += grid_stride()) {
+    const MergedPlace p = merged_place(i, 3, cs, s);
+    const bool rotated = p.rot && (p.w < 2 || rotate_v);
+    dqkv[i] += rotated ? turned(grads[p.w], p.head_at, p.e, p.rot, -1.0f) : grads[p.w][p.head_at];
   }
 }
 
@@ -79,52 +87,34 @@ __global__ void split_heads_angle_grad_kernel(double* dtheta, const float* dq, c
                                               const float* q, const float* k, const float* v, bool rotate_v,
                                               AttentionShape s) {
   const int64_t nb = s.hd / 2;
+  const float* grads[3] = {dq, dk, dv};
+  const float* outs[3] = {q, k, v};
   for (int64_t i = grid_first(); i < int64_t(s.B) * s.T * nb; i += grid_stride()) {
-    const int64_t bt = i / nb, b = bt / s.T, t = bt % s.T;
+    const int64_t bt = i / nb;
     const int j = int(i % nb);
-    const float* grads[3] = {dq, dk, dv};
-    const float* outs[3] = {q, k, v};
     double acc = dtheta[i];
     for (int h = 0; h < s.H; ++h)
       for (int w = 0; w < (rotate_v ? 3 : 2); ++w) {
-        const int64_t at = head_index(b, t, h, 2 * j, s);
+        const int64_t at = head_index(bt / s.T, bt % s.T, h, 2 * j, s);
         acc += double(-pair_angle_grad(grads[w][at], grads[w][at + 1], outs[w][at], outs[w][at + 1]));
       }
     dtheta[i] = acc;
   }
 }
 
-// One thread per element of y (B, T, C).
+// y = R(-theta) o per head, one thread per element of y (B, T, C).
 __global__ void merge_heads_forward_kernel(float* y, const float* o, const float* cs, AttentionShape s) {
-  const int64_t C = channels(s), nb = s.hd / 2;
-  for (int64_t i = grid_first(); i < int64_t(s.B) * s.T * C; i += grid_stride()) {
-    const int64_t bt = i / C;
-    const int h = int(i % C / s.hd), e = int(i % C % s.hd);
-    const int64_t at = head_index(bt / s.T, bt % s.T, h, e, s);
-    if (!cs) {
-      y[i] = o[at];
-      continue;
-    }
-    const float* rot = cs + (bt * nb + e / 2) * 2;
-    const int64_t pair = at - (e & 1);
-    y[i] = rotate_component(o[pair], o[pair + 1], rot[0], -rot[1], e & 1);
+  for (int64_t i = grid_first(); i < int64_t(s.B) * s.T * channels(s); i += grid_stride()) {
+    const MergedPlace p = merged_place(i, 1, cs, s);
+    y[i] = p.rot ? turned(o, p.head_at, p.e, p.rot, -1.0f) : o[p.head_at];
   }
 }
 
-// d_o += R(theta) dy, one thread per element of d_o, read through y's layout.
+// d_o += R(theta) dy, one thread per element of dy.
 __global__ void merge_heads_backward_input_kernel(float* d_o, const float* dy, const float* cs, AttentionShape s) {
-  const int64_t C = channels(s), nb = s.hd / 2;
-  for (int64_t i = grid_first(); i < int64_t(s.B) * s.T * C; i += grid_stride()) {
-    const int64_t bt = i / C;
-    const int h = int(i % C / s.hd), e = int(i % C % s.hd);
-    const int64_t at = head_index(bt / s.T, bt % s.T, h, e, s);
-    if (!cs) {
-      d_o[at] += dy[i];
-      continue;
-    }
-    const float* rot = cs + (bt * nb + e / 2) * 2;
-    const int64_t pair = i - (e & 1);
-    d_o[at] += rotate_component(dy[pair], dy[pair + 1], rot[0], rot[1], e & 1);
+  for (int64_t i = grid_first(); i < int64_t(s.B) * s.T * channels(s); i += grid_stride()) {
+    const MergedPlace p = merged_place(i, 1, cs, s);
+    d_o[p.head_at] += p.rot ? turned(dy, i, p.e, p.rot, 1.0f) : dy[i];
   }
 }
 

@@ -22,22 +22,17 @@ namespace routelab::cuda {
 
 }  // namespace routelab::cuda
 
-// CUDA_CHECK(cudaMemcpy(...)): throws std::runtime_error naming the call,
-// the error and the place. Kernel launches are checked with
-// CUDA_CHECK(cudaGetLastError()) right after the launch.
-#define CUDA_CHECK(call)                                                                   \
-  do {                                                                                     \
-    const cudaError_t routelab_err_ = (call);                                              \
-    if (routelab_err_ != cudaSuccess)                                                      \
-      ::routelab::cuda::cuda_fail(#call, cudaGetErrorString(routelab_err_), __FILE__, __LINE__); \
+// CUDA_CHECK(cudaMemcpy(...)), CUBLAS_CHECK(cublasGemmEx(...)): throw
+// std::runtime_error naming the call, the error and the place. Kernel
+// launches are checked with CUDA_CHECK(cudaGetLastError()) right after.
+#define ROUTELAB_CHECK_STATUS(call, success, describe)                                                \
+  do {                                                                                                \
+    const auto routelab_status_ = (call);                                                             \
+    if (routelab_status_ != (success))                                                                \
+      ::routelab::cuda::cuda_fail(#call, describe(routelab_status_), __FILE__, __LINE__);             \
   } while (0)
-
-#define CUBLAS_CHECK(call)                                                                      \
-  do {                                                                                          \
-    const cublasStatus_t routelab_status_ = (call);                                             \
-    if (routelab_status_ != CUBLAS_STATUS_SUCCESS)                                              \
-      ::routelab::cuda::cuda_fail(#call, cublasGetStatusString(routelab_status_), __FILE__, __LINE__); \
-  } while (0)
+#define CUDA_CHECK(call) ROUTELAB_CHECK_STATUS(call, cudaSuccess, cudaGetErrorString)
+#define CUBLAS_CHECK(call) ROUTELAB_CHECK_STATUS(call, CUBLAS_STATUS_SUCCESS, cublasGetStatusString)
 
 namespace routelab::cuda {
 
