@@ -170,37 +170,67 @@ __device__ inline void load_rows(float* dst, const float* src, int64_t rows, int
   for (int64_t x = threadIdx.x; x < rows * hd; x += blockDim.x) dst[x] = src[x];
 }
 
+// One thread's row into registers (zeros for a thread past the end).
+__device__ inline void load_row(float* dst, const float* src, bool active, int hd) {
+  for (int c = 0; c < hd; ++c) dst[c] = active ? src[c] : 0.0f;
+}
+
+// A block's (batch, head) and its tile of kTile rows (query rows, or key rows
+// in the key-side backward), one per thread.
+struct RowTile {
+  HeadView hv;
+  int64_t first;  // the tile's first row
+  int64_t row;    // this thread's row
+  int64_t end;    // one past the tile's last row (at most T)
+  bool active;    // row < T; threads past the end still load and synchronise
+};
+
+__device__ inline RowTile row_tile(const ScoreBias<float>& bias, const AttentionShape& s) {
+  const int64_t ntiles = (s.T + kTile - 1) / kTile, first = (blockIdx.x % ntiles) * kTile;
+  const int64_t row = first + threadIdx.x;
+  return {head_view(blockIdx.x / ntiles, bias, s), first, row, min(int64_t(s.T), first + kTile), row < s.T};
+}
+
+// The query-side kernels' shared memory: a tile of kTile keys and their values.
+struct KeyTile {
+  float* k;
+  float* v;
+};
+__device__ inline KeyTile key_tile(int hd) {
+  extern __shared__ float shared[];
+  return {shared, shared + kTile * hd};
+}
+
+// Keys and values j0 .. j0 + cols - 1 into the tile, by the whole block.
+__device__ inline void stage_key_tile(const KeyTile& tile, const float* k, const float* v, const HeadView& hv,
+                                      int64_t j0, int cols, int hd) {
+  __syncthreads();  // every thread is done with the previous tile
+  load_rows(tile.k, k + hv.base + j0 * hd, cols, hd);
+  load_rows(tile.v, v + hv.base + j0 * hd, cols, hd);
+  __syncthreads();
+}
+
 // Block = (bh, query tile), thread = query row i. Keys stream through shared
 // memory a tile at a time; each row keeps its running max m, sum l and
 // unnormalised output acc (flash attention's online softmax).
 __global__ void attention_forward_kernel(float* o, float* lse, const float* q, const float* k, const float* v,
                                          ScoreBias<float> bias, AttentionShape s, float scale) {
-  extern __shared__ float tiles[];
-  float* k_tile = tiles;
-  float* v_tile = tiles + kTile * s.hd;
-  const int64_t ntiles = (s.T + kTile - 1) / kTile;
-  const HeadView hv = head_view(blockIdx.x / ntiles, bias, s);
-  const int64_t i0 = (blockIdx.x % ntiles) * kTile, i = i0 + threadIdx.x;
-  const int64_t last = min(int64_t(s.T), i0 + kTile);  // keys up to the tile's last row
-  const bool active = i < s.T;
+  const KeyTile tile = key_tile(s.hd);
+  const RowTile t = row_tile(bias, s);
+  const HeadView& hv = t.hv;
+  const int64_t i = t.row;
 
-  float q_row[kMaxHeadDim], acc[kMaxHeadDim], scores[kTile];
-  for (int c = 0; c < s.hd; ++c) {
-    q_row[c] = active ? q[hv.base + i * s.hd + c] : 0.0f;
-    acc[c] = 0.0f;
-  }
+  float q_row[kMaxHeadDim], acc[kMaxHeadDim] = {}, scores[kTile];
+  load_row(q_row, q + hv.base + i * s.hd, t.active, s.hd);
   float m = -INFINITY, l = 0.0f;
-  for (int64_t j0 = 0; j0 < last; j0 += kTile) {
-    const int cols = int(min(int64_t(kTile), last - j0));
-    __syncthreads();  // every thread is done with the previous tile
-    load_rows(k_tile, k + hv.base + j0 * s.hd, cols, s.hd);
-    load_rows(v_tile, v + hv.base + j0 * s.hd, cols, s.hd);
-    __syncthreads();
-    if (!active) continue;
+  for (int64_t j0 = 0; j0 < t.end; j0 += kTile) {  // keys up to the tile's last query
+    const int cols = int(min(int64_t(kTile), t.end - j0));
+    stage_key_tile(tile, k, v, hv, j0, cols, s.hd);
+    if (!t.active) continue;
     // Every tile up to this row's holds key j0 <= i, so the max is finite.
     float tile_max = -INFINITY;
     for (int c = 0; c < cols; ++c) {
-      scores[c] = j0 + c <= i ? attention_score(q_row, k_tile + c * s.hd, s.hd, scale, i, j0 + c, hv) : -INFINITY;
+      scores[c] = j0 + c <= i ? attention_score(q_row, tile.k + c * s.hd, s.hd, scale, i, j0 + c, hv) : -INFINITY;
       tile_max = fmaxf(tile_max, scores[c]);
     }
     const float m_new = fmaxf(m, tile_max);
@@ -210,12 +240,12 @@ __global__ void attention_forward_kernel(float* o, float* lse, const float* q, c
     for (int c = 0; c < cols; ++c) {
       const float p = j0 + c <= i ? expf(scores[c] - m_new) : 0.0f;  // an exact zero above the diagonal
       p_sum += p;
-      for (int e = 0; e < s.hd; ++e) acc[e] += p * v_tile[c * s.hd + e];
+      for (int e = 0; e < s.hd; ++e) acc[e] += p * tile.v[c * s.hd + e];
     }
     l = l * corr + p_sum;
     m = m_new;
   }
-  if (!active) return;
+  if (!t.active) return;
   const float inv_l = 1.0f / l;
   for (int e = 0; e < s.hd; ++e) o[hv.base + i * s.hd + e] = inv_l * acc[e];
   lse[hv.bh * s.T + i] = m + logf(l);
@@ -227,40 +257,30 @@ __global__ void attention_forward_kernel(float* o, float* lse, const float* q, c
 __global__ void attention_backward_query_kernel(float* dq, float* dcum, const float* d_o, const float* o,
                                                 const float* lse, const float* q, const float* k, const float* v,
                                                 ScoreBias<float> bias, AttentionShape s, float scale) {
-  extern __shared__ float tiles[];
-  float* k_tile = tiles;
-  float* v_tile = tiles + kTile * s.hd;
-  const int64_t ntiles = (s.T + kTile - 1) / kTile;
-  const HeadView hv = head_view(blockIdx.x / ntiles, bias, s);
-  const int64_t i0 = (blockIdx.x % ntiles) * kTile, i = i0 + threadIdx.x;
-  const int64_t last = min(int64_t(s.T), i0 + kTile);
-  const bool active = i < s.T;
+  const KeyTile tile = key_tile(s.hd);
+  const RowTile t = row_tile(bias, s);
+  const HeadView& hv = t.hv;
+  const int64_t i = t.row;
 
-  float q_row[kMaxHeadDim], do_row[kMaxHeadDim], dq_acc[kMaxHeadDim];
-  for (int c = 0; c < s.hd; ++c) {
-    q_row[c] = active ? q[hv.base + i * s.hd + c] : 0.0f;
-    do_row[c] = active ? d_o[hv.base + i * s.hd + c] : 0.0f;
-    dq_acc[c] = 0.0f;
-  }
-  const float D = active ? row_dot(d_o + hv.base + i * s.hd, o + hv.base + i * s.hd, s.hd) : 0.0f;
-  const float lse_i = active ? lse[hv.bh * s.T + i] : 0.0f;
+  float q_row[kMaxHeadDim], do_row[kMaxHeadDim], dq_acc[kMaxHeadDim] = {};
+  load_row(q_row, q + hv.base + i * s.hd, t.active, s.hd);
+  load_row(do_row, d_o + hv.base + i * s.hd, t.active, s.hd);
+  const float D = t.active ? row_dot(d_o + hv.base + i * s.hd, o + hv.base + i * s.hd, s.hd) : 0.0f;
+  const float lse_i = t.active ? lse[hv.bh * s.T + i] : 0.0f;
   float dcum_i = 0.0f;
-  for (int64_t j0 = 0; j0 < last; j0 += kTile) {
-    const int cols = int(min(int64_t(kTile), last - j0));
-    __syncthreads();
-    load_rows(k_tile, k + hv.base + j0 * s.hd, cols, s.hd);
-    load_rows(v_tile, v + hv.base + j0 * s.hd, cols, s.hd);
-    __syncthreads();
-    if (!active) continue;
+  for (int64_t j0 = 0; j0 < t.end; j0 += kTile) {
+    const int cols = int(min(int64_t(kTile), t.end - j0));
+    stage_key_tile(tile, k, v, hv, j0, cols, s.hd);
+    if (!t.active) continue;
     for (int c = 0; c < cols && j0 + c <= i; ++c) {
-      const float* k_row = k_tile + c * s.hd;
+      const float* k_row = tile.k + c * s.hd;
       const float p = expf(attention_score(q_row, k_row, s.hd, scale, i, j0 + c, hv) - lse_i);
-      const float ds = p * (row_dot(do_row, v_tile + c * s.hd, s.hd) - D);
+      const float ds = p * (row_dot(do_row, tile.v + c * s.hd, s.hd) - D);
       dcum_i += ds;
       for (int e = 0; e < s.hd; ++e) dq_acc[e] += ds * k_row[e];
     }
   }
-  if (!active) return;
+  if (!t.active) return;
   for (int e = 0; e < s.hd; ++e) dq[hv.base + i * s.hd + e] += scale * dq_acc[e];
   if (hv.cum) dcum[hv.bh * s.T + i] += dcum_i;  // the bias cum_i - cum_j enters unscaled
 }
@@ -272,24 +292,20 @@ __global__ void attention_backward_query_kernel(float* dq, float* dcum, const fl
 __global__ void attention_backward_key_kernel(float* dk, float* dv, float* dcum, const float* d_o, const float* o,
                                               const float* lse, const float* q, const float* k, const float* v,
                                               ScoreBias<float> bias, AttentionShape s, float scale) {
-  extern __shared__ float tiles[];
-  float* q_tile = tiles;
-  float* do_tile = tiles + kTile * s.hd;
-  float* lse_tile = tiles + 2 * kTile * s.hd;
+  extern __shared__ float shared[];
+  float* q_tile = shared;
+  float* do_tile = shared + kTile * s.hd;
+  float* lse_tile = shared + 2 * kTile * s.hd;
   float* D_tile = lse_tile + kTile;
-  const int64_t ntiles = (s.T + kTile - 1) / kTile;
-  const HeadView hv = head_view(blockIdx.x / ntiles, bias, s);
-  const int64_t j0 = (blockIdx.x % ntiles) * kTile, j = j0 + threadIdx.x;
-  const bool active = j < s.T;
+  const RowTile t = row_tile(bias, s);
+  const HeadView& hv = t.hv;
+  const int64_t j = t.row;
 
-  float k_row[kMaxHeadDim], v_row[kMaxHeadDim], dk_acc[kMaxHeadDim], dv_acc[kMaxHeadDim];
-  for (int c = 0; c < s.hd; ++c) {
-    k_row[c] = active ? k[hv.base + j * s.hd + c] : 0.0f;
-    v_row[c] = active ? v[hv.base + j * s.hd + c] : 0.0f;
-    dk_acc[c] = dv_acc[c] = 0.0f;
-  }
+  float k_row[kMaxHeadDim], v_row[kMaxHeadDim], dk_acc[kMaxHeadDim] = {}, dv_acc[kMaxHeadDim] = {};
+  load_row(k_row, k + hv.base + j * s.hd, t.active, s.hd);
+  load_row(v_row, v + hv.base + j * s.hd, t.active, s.hd);
   float dcum_j = 0.0f;
-  for (int64_t i0 = j0; i0 < s.T; i0 += kTile) {
+  for (int64_t i0 = t.first; i0 < s.T; i0 += kTile) {  // queries from this key tile's first on
     const int rows = int(min(int64_t(kTile), s.T - i0));
     __syncthreads();
     load_rows(q_tile, q + hv.base + i0 * s.hd, rows, s.hd);
@@ -300,7 +316,7 @@ __global__ void attention_backward_key_kernel(float* dk, float* dv, float* dcum,
       D_tile[threadIdx.x] = row_dot(d_o + at, o + at, s.hd);
     }
     __syncthreads();
-    if (!active) continue;
+    if (!t.active) continue;
     for (int r = 0; r < rows; ++r) {
       const int64_t i = i0 + r;
       if (i < j) continue;  // causal: only queries at or after this key
@@ -315,7 +331,7 @@ __global__ void attention_backward_key_kernel(float* dk, float* dv, float* dcum,
       }
     }
   }
-  if (!active) return;
+  if (!t.active) return;
   for (int e = 0; e < s.hd; ++e) {
     dk[hv.base + j * s.hd + e] += scale * dk_acc[e];
     dv[hv.base + j * s.hd + e] += dv_acc[e];
