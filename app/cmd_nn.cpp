@@ -36,7 +36,7 @@ void set_threads(int threads) {
 
 int cmd_train(const std::vector<std::string>& args) {
   CLI::App app{"train a byte-level transformer (one scheme, one seed) from a TOML config", "routelab train"};
-  std::string config, out;
+  std::string config, out, device = "cpu";
   bool resume = false, quiet = false;
   int threads = 0;
   app.add_option("--config", config, "TOML file: [model], [train], [data] (see experiments/)")->required();
@@ -44,7 +44,9 @@ int cmd_train(const std::vector<std::string>& args) {
   app.add_flag("--resume", resume, "continue the run in --out from its last checkpoint");
   app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
   app.add_flag("--quiet", quiet, "no progress line");
+  add_device_option(app, device);
   if (int s = parse_subcommand(app, args, "train"); s >= 0) return s;
+  require_device(device, "train");
   set_threads(threads);
   const nn::RunConfig c = nn::load_run_config(config);
   if (out.empty()) out = (fs::path("runs") / fs::path(config).stem()).string();
@@ -57,7 +59,7 @@ int cmd_train(const std::vector<std::string>& args) {
 
 int cmd_eval(const std::vector<std::string>& args) {
   CLI::App app{"bits per byte of a trained run on the validation stream at each length", "routelab eval"};
-  std::string run, lengths = "1x,2x,4x,8x,16x,32x,64x", out;
+  std::string run, lengths = "1x,2x,4x,8x,16x,32x,64x", out, device = "cpu";
   bool quiet = false;
   int threads = 0;
   app.add_option("--run", run, "run directory written by routelab train")->required();
@@ -65,7 +67,9 @@ int cmd_eval(const std::vector<std::string>& args) {
   app.add_option("--out", out, "CSV (default RUN/eval.csv); positions go to FILE-positions.csv");
   app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
   app.add_flag("--quiet", quiet, "no progress lines");
+  add_device_option(app, device);
   if (int s = parse_subcommand(app, args, "eval"); s >= 0) return s;
+  require_device(device, "eval");
   set_threads(threads);
   if (out.empty()) out = (fs::path(run) / "eval.csv").string();
   const std::string rows = nn::evaluate_run(run, lengths, out, !quiet);
@@ -132,14 +136,16 @@ int cmd_probe(const std::vector<std::string>& args) {
 int cmd_experiment(const std::vector<std::string>& args) {
   CLI::App app{"train every scheme and seed of an experiment, evaluate each, gather one CSV and a figure",
                "routelab experiment"};
-  std::string config, python;
+  std::string config, python, device = "cpu";
   bool quiet = false, no_plot = false;
   int threads = 0;
   app.add_option("config", config, "experiment TOML (e.g. experiments/extrapolation-cpu.toml)")->required();
   app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
   app.add_flag("--no-plot", no_plot, "write the CSVs only");
   app.add_flag("--quiet", quiet, "no progress lines");
+  add_device_option(app, device);
   if (int s = parse_subcommand(app, args, "experiment"); s >= 0) return s;
+  require_device(device, "experiment");
   set_threads(threads);
   const nn::ExperimentConfig e = nn::load_experiment_config(config);
   nn::run_experiment(e, !quiet);

@@ -14,6 +14,15 @@ namespace routelab {
 // "routelab: NAME: ...", status 2). Returns -1 to go on, else the status.
 int parse_subcommand(CLI::App& app, const std::vector<std::string>& args, const char* name);
 
+// --device cpu|cuda (app/device_option.cpp). add_device_option adds it to a
+// subcommand; require_device throws cuda::DeviceError (one line, exit 2)
+// unless `what` (e.g. "train") can run there: cpu always, cuda not yet.
+// take_device_flag removes --device VALUE from a sim's arguments ("cpu" when
+// absent; BadInput for anything but cpu or cuda).
+void add_device_option(CLI::App& app, std::string& device);
+void require_device(const std::string& device, const std::string& what);
+std::string take_device_flag(std::vector<std::string>& args);
+
 // routelab corpus prepare --from PKG_DIR --out DIR
 // args: everything after the word "corpus". Bad flags: one line on stderr,
 // status 2. A missing or unexpected corpus throws data::CorpusError.

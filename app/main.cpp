@@ -27,6 +27,7 @@
 #include <omp.h>
 
 #include "app/commands.h"
+#include "cuda/device.h"
 #include "data/brown.h"
 #include "groups/family.h"
 #include "nn/checkpoint.h"
@@ -50,17 +51,20 @@ int cmd_sim(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::string names;
     for (const auto& s : all_sims()) names += "  " + s.name + "  " + s.summary + "\n";
-    std::printf("routelab sim NAME [--flag value ...]\n\n%s", names.c_str());
+    std::printf("routelab sim NAME [--flag value ...] [--device cpu|cuda]\n\n%s", names.c_str());
     return args.empty() ? 2 : 0;
   }
   const std::string name = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
+  // --device belongs to the command, not the simulation's parameters.
+  const std::string device = take_device_flag(rest);
   for (const auto& a : rest)
     if (a == "--help" || a == "-h") {
       std::printf("%s", sim_help(find_sim(name)).c_str());
       return 0;
     }
   RunRequest req = parse_sim_args(name, rest);
+  require_device(device, "sim " + name);
   const std::string out = req.out;
   req.progress = isatty(2);
   const auto start = std::chrono::steady_clock::now();
@@ -189,6 +193,8 @@ int run(int argc, char** argv) {
   } catch (const nn::CheckpointError& e) {
     return bad_input(e.what());
   } catch (const nn::RunDirError& e) {
+    return bad_input(e.what());
+  } catch (const cuda::DeviceError& e) {
     return bad_input(e.what());
   } catch (const std::exception& e) {
     if (dist::is_root()) std::fprintf(stderr, "routelab: error: %s\n", e.what());

@@ -1,0 +1,76 @@
+// --device on train, eval, experiment and sim. `cpu` changes nothing; `cuda`
+// is refused, until the GPU paths are wired, with one line on stderr, exit
+// status 2 and no output file: on a machine without a device (or a build
+// without CUDA) the line says so; with one, it says the path is not wired.
+// Runs in the CPU suite of every build.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_helpers.h"
+#include "cuda/device.h"
+
+namespace {
+
+using namespace routelab::testing;
+
+// What the refusal must say on this machine and build.
+std::string expected_refusal() {
+  const std::string why = routelab::cuda::cuda_unavailable_reason();
+  return why.empty() ? "has no GPU path yet" : why;
+}
+
+void expect_refused(const CliResult& r, const std::string& must_say) {
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(must_say), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+const std::string kConfig =
+    "[model]\nd_model = 16\nheads = 2\nlayers = 1\nmlp_ratio = 2\ncontext = 16\nscheme = \"rope\"\n"
+    "[train]\nbatch = 4\nwarmup = 2\nsteps = 3\n[data]\ncorpus = \"" +
+    std::string(ROUTELAB_SOURCE_DIR) + "/tests/data/brown-slice\"\n";
+
+TEST(device_cli, cuda_is_refused_in_one_line_before_any_output) {
+  TempDir tmp;
+  spit(tmp / "c.toml", kConfig);
+  spit(tmp / "e.toml", "csv = \"out.csv\"\n");
+  const std::string refusal = expected_refusal();
+  for (const std::string cmd : {"train --config c.toml --out run --quiet --device cuda",
+                                "eval --run run --quiet --device cuda",
+                                "experiment e.toml --no-plot --quiet --device cuda",
+                                "sim spectral-gap --family so2 --d 2 --samples 100 --out sim.csv --device cuda",
+                                "sim spectral-gap --family so2 --d 2 --samples 100 --device=cuda --out sim.csv"}) {
+    SCOPED_TRACE(cmd);
+    const CliResult r = run_routelab(cmd, tmp.path, tmp.path);
+    expect_refused(r, "--device cuda: " + refusal);
+  }
+  // Nothing was written: only the two inputs are there.
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(tmp.path)) files += e.path().filename().string()[0] != '.';
+  EXPECT_EQ(files, 2);
+}
+
+TEST(device_cli, an_unknown_device_is_refused) {
+  TempDir tmp;
+  spit(tmp / "c.toml", kConfig);
+  expect_refused(run_routelab("train --config c.toml --out run --device gpu", tmp.path, tmp.path), "--device");
+  expect_refused(run_routelab("sim spectral-gap --family so2 --d 2 --device gpu", tmp.path, tmp.path),
+                 "--device: cpu or cuda");
+  expect_refused(run_routelab("sim spectral-gap --family so2 --d 2 --device cpu --device cpu", tmp.path, tmp.path),
+                 "given twice");
+  EXPECT_FALSE(fs::exists(tmp / "run"));
+}
+
+TEST(device_cli, cpu_is_the_default_and_changes_nothing) {
+  TempDir tmp;
+  const std::string sim = "sim spectral-gap --family so2 --d 2 --samples 2000 --seed 3 --threads 1";
+  const CliResult plain = run_routelab(sim, tmp.path, tmp.path);
+  const CliResult cpu = run_routelab(sim + " --device cpu", tmp.path, tmp.path);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  ASSERT_EQ(cpu.status, 0) << cpu.err;
+  EXPECT_EQ(plain.out, cpu.out);
+}
+
+}  // namespace
