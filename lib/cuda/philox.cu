@@ -1,31 +1,14 @@
-// Philox on the device: one thread per block of four words.
-// Random123 marks its generators __device__ under nvcc; here they are called
-// from host and device code alike.
-#define R123_CUDA_DEVICE __host__ __device__
-#include <Random123/philox.h>
-
+// Philox on the device: one thread per block of four words, from
+// rng/stream.h's own block function and uniform map.
 #include "cuda/philox.h"
 
 #include "cuda/buffer.h"
 #include "cuda/common.cuh"
+#include "rng/stream.h"
 
 namespace routelab::cuda {
 
 namespace {
-
-// rng/stream.h's philox_block and u01_open, for the device. They are copies
-// because stream.h's are host-only and marking them __host__ __device__
-// rebuilds the whole tree; tests/test_gpu_philox.cpp holds the two equal bit
-// for bit. Next step: mark stream.h's versions (R123_CUDA_DEVICE) and delete
-// these.
-__device__ inline r123::Philox4x32::ctr_type philox_block(uint64_t seed, uint64_t stream, uint64_t block) {
-  r123::Philox4x32 gen;
-  r123::Philox4x32::ctr_type ctr = {{uint32_t(block), uint32_t(block >> 32), uint32_t(stream),
-                                     uint32_t(stream >> 32)}};
-  r123::Philox4x32::key_type key = {{uint32_t(seed), uint32_t(seed >> 32)}};
-  return gen(ctr, key);
-}
-__device__ inline double u01_open(uint64_t bits) { return (double(bits >> 11) + 0.5) * 0x1.0p-53; }
 
 __global__ void philox_blocks_kernel(uint64_t seed, uint64_t stream, uint64_t block0, int64_t nblocks,
                                      uint32_t* out) {

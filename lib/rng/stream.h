@@ -9,12 +9,20 @@
 #include <cstddef>
 #include <cstdint>
 
+// philox_block and u01_open also run on the GPU (lib/cuda/philox.cu), so a
+// device kernel draws the CPU's streams from the same code.
+#ifdef __CUDACC__
+#define ROUTELAB_HOST_DEVICE __host__ __device__
+#define R123_CUDA_DEVICE __host__ __device__
+#else
+#define ROUTELAB_HOST_DEVICE
+#endif
 #include <Random123/philox.h>
 
 namespace routelab {
 
 // The raw block function, exposed for known-answer tests and batch kernels.
-inline r123::Philox4x32::ctr_type philox_block(uint64_t seed, uint64_t stream, uint64_t block) {
+ROUTELAB_HOST_DEVICE inline r123::Philox4x32::ctr_type philox_block(uint64_t seed, uint64_t stream, uint64_t block) {
   r123::Philox4x32 gen;
   r123::Philox4x32::ctr_type ctr = {{uint32_t(block), uint32_t(block >> 32), uint32_t(stream),
                                      uint32_t(stream >> 32)}};
@@ -41,7 +49,7 @@ void u01_from_words(const uint32_t* w, std::size_t n, double* out);
 
 // Map 53 random bits to a double in the open interval (0, 1): the half-ulp
 // offset keeps log(u) finite.
-inline double u01_open(uint64_t bits) {
+ROUTELAB_HOST_DEVICE inline double u01_open(uint64_t bits) {
   return (double(bits >> 11) + 0.5) * 0x1.0p-53;
 }
 
