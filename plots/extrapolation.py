@@ -18,7 +18,8 @@ RESULT_COLUMNS = ["scheme", "seed", "train_len", "eval_len", "windows", "tokens"
 POSITION_COLUMNS = ["scheme", "seed", "train_len", "eval_len", "pos_lo", "pos_hi", "tokens", "bits_per_byte"]
 
 # One hue per family; QK-only rotation dashed, QKV solid (rope is QK-only).
-ORDER = ["nope", "alibi", "rope", "rope_qkv", "random_qk", "random_qkv", "learned_qk", "learned_qkv"]
+ORDER = ["nope", "alibi", "rope", "rope_qkv", "random_qk", "random_qkv", "learned_qk", "learned_qkv",
+         "householder_qk", "householder_qkv"]
 STYLE = {
     "nope": dict(color="0.55", ls="-", marker="o"),
     "alibi": dict(color="black", ls="-", marker="o"),
@@ -28,6 +29,8 @@ STYLE = {
     "random_qkv": dict(color="tab:blue", ls="-", marker="o"),
     "learned_qk": dict(color="tab:green", ls="--", marker="o", mfc="white"),
     "learned_qkv": dict(color="tab:green", ls="-", marker="o"),
+    "householder_qk": dict(color="tab:purple", ls="--", marker="s", mfc="white"),
+    "householder_qkv": dict(color="tab:purple", ls="-", marker="s"),
 }
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Figures extrapolation and far-mass-control: the transformer experiments
-# (Section 7, and issue 5's rotation with far-mass control). Bits per byte
+# Figures extrapolation, far-mass-control and householder: the transformer
+# experiments (Section 7, and issue 5's rotation with far-mass control and
+# PaTH's Householder transport). Bits per byte
 # against the evaluation length (1x..64x the training context 128) for every
 # positional scheme, mean over seeds with a band, bits per byte by position
 # inside the longest window, and passkey retrieval (length x depth) where the
@@ -32,7 +33,7 @@ if [ "${QUICK:-0}" = 1 ]; then
   exit 0
 fi
 
-for name in extrapolation-cpu far-mass-control-cpu; do
+for name in extrapolation-cpu far-mass-control-cpu householder-cpu; do
   CSV=paper-figures/$name/extrapolation
   if [ "${TRAIN:-0}" = 1 ]; then
     "$ROUTELAB" experiment "experiments/$name.toml" --no-plot

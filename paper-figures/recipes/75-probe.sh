@@ -26,3 +26,13 @@ elif [ ! -f "$CSV.csv" ] || [ ! -f "$CSV-angles.csv" ]; then
   exit 0
 fi
 "$PY" plots/probe.py "$CSV.csv" --angles "$CSV-angles.csv" --out "$OUT/probe-cpu" | tee "$DATA/probe-cpu-table.md"
+# PaTH's Householder transport (issue 5): its own CSV, since its run lives in
+# runs/householder-cpu/ (experiments/householder-cpu.toml).
+HH=paper-figures/probe-cpu/probe-householder
+if [ "${PROBE:-0}" = 1 ] && [ -f runs/householder-cpu/householder_qkv-s1/checkpoint.bin ]; then
+  "$ROUTELAB" probe --run runs/householder-cpu/householder_qkv-s1 --lengths 1x,2x,4x,8x,16x,32x,64x --window 32 \
+    --max-windows 2 --threads 1 --csv "$HH.csv" > /dev/null
+fi
+if [ -f "$HH.csv" ]; then
+  "$PY" plots/probe.py "$HH.csv" --out "$OUT/probe-householder-cpu" | tee "$DATA/probe-householder-cpu-table.md"
+fi
