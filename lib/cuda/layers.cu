@@ -23,9 +23,9 @@ __global__ void encoder_forward_kernel(float* out, const int* tokens, const floa
 // One thread per channel walks the rows in order: a token's rows add in
 // position order, as on the CPU, and no two threads touch one address.
 __global__ void encoder_backward_kernel(float* dwte, const float* dout, const int* tokens, int64_t N, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  for (int64_t n = 0; n < N; ++n) dwte[int64_t(tokens[n]) * C + c] += dout[n * C + c];
+  // Grid-stride: grid_blocks caps the grid, and no column may be skipped.
+  for (int64_t c = grid_first(); c < C; c += grid_stride())
+    for (int64_t n = 0; n < N; ++n) dwte[int64_t(tokens[n]) * C + c] += dout[n * C + c];
 }
 
 // ---------------------------------------------------------------- layernorm
@@ -75,15 +75,15 @@ __global__ void layernorm_backward_input_kernel(float* dinp, const float* dout, 
 // dw and db: one thread per channel sums the rows in order.
 __global__ void layernorm_backward_params_kernel(float* dw, float* db, const float* dout, const float* inp,
                                                  const float* mean, const float* rstd, int64_t N, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  float aw = 0, ab = 0;
-  for (int64_t n = 0; n < N; ++n) {
-    aw += (inp[n * C + c] - mean[n]) * rstd[n] * dout[n * C + c];
-    ab += dout[n * C + c];
+  for (int64_t c = grid_first(); c < C; c += grid_stride()) {
+    float aw = 0, ab = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      aw += (inp[n * C + c] - mean[n]) * rstd[n] * dout[n * C + c];
+      ab += dout[n * C + c];
+    }
+    dw[c] += aw;
+    db[c] += ab;
   }
-  dw[c] += aw;
-  db[c] += ab;
 }
 
 // ---------------------------------------------------------------- matmul
@@ -94,11 +94,11 @@ __global__ void add_bias_kernel(float* out, const float* bias, int64_t N, int OC
 
 // dst[c] += sum_n src[n, c], one thread per column, rows in order.
 __global__ void add_column_sums_kernel(float* dst, const float* src, int64_t N, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  float acc = 0;
-  for (int64_t n = 0; n < N; ++n) acc += src[n * C + c];
-  dst[c] += acc;
+  for (int64_t c = grid_first(); c < C; c += grid_stride()) {
+    float acc = 0;
+    for (int64_t n = 0; n < N; ++n) acc += src[n * C + c];
+    dst[c] += acc;
+  }
 }
 
 // C = op(A) op(B) + beta C in cuBLAS's column-major terms (m x n result, k
