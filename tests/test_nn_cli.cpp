@@ -79,10 +79,15 @@ TEST(nn_cli, killed_runs_resume_to_the_same_final_weights) {
   EXPECT_EQ(count_lines(slurp(tmp / "killed/train.csv")), 1 + steps / 5);
 }
 
+// A tiny run of `scheme` trained for `steps` in tmp/run (config tmp/c.toml).
+void train_tiny_run(const TempDir& tmp, const std::string& scheme, int steps) {
+  spit(tmp / "c.toml", tiny_config(scheme, steps, 10));
+  ASSERT_EQ(run_routelab("train --config c.toml --out run --quiet", tmp.path, tmp.path).status, 0);
+}
+
 TEST(nn_cli, eval_writes_bits_per_byte_positions_and_protocol) {
   TempDir tmp;
-  spit(tmp / "c.toml", tiny_config("learned_qkv", 20, 10));
-  ASSERT_EQ(run_routelab("train --config c.toml --out run --quiet", tmp.path, tmp.path).status, 0);
+  train_tiny_run(tmp, "learned_qkv", 20);
   const auto r = run_routelab("eval --run run --lengths 1x,4x,64 --quiet", tmp.path, tmp.path);
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string csv = slurp(tmp / "run/eval.csv");
@@ -120,8 +125,7 @@ TEST(nn_cli, quick_experiment_gathers_every_scheme_and_length) {
 
 TEST(nn_cli, passkey_writes_one_row_per_length_and_depth) {
   TempDir tmp;
-  spit(tmp / "c.toml", tiny_config("learned_qkv_forget", 10, 10));
-  ASSERT_EQ(run_routelab("train --config c.toml --out run --quiet", tmp.path, tmp.path).status, 0);
+  train_tiny_run(tmp, "learned_qkv_forget", 10);
   const auto r = run_routelab("passkey --run run --lengths 8x,128 --depths 0,1 --trials 3 --quiet", tmp.path, tmp.path);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
