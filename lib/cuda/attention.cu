@@ -350,6 +350,13 @@ void require_head_dim(const AttentionShape& s, bool rotated, const char* what) {
                                 " cannot be rotated in pairs");
 }
 
+// The elementwise split/merge kernels' item count, after the shape checks:
+// `tensors` head tensors (3 for q, k, v; 1 for o) of B T C floats.
+int64_t split_merge_items(const AttentionShape& s, const float* cs, int tensors, const char* what) {
+  require_head_dim(s, cs != nullptr, what);
+  return int64_t(s.B) * s.T * tensors * s.C();
+}
+
 // Blocks of the attention kernels: (B H) x query (or key) tiles.
 unsigned attention_blocks(const AttentionShape& s) {
   const int64_t n = int64_t(s.B) * s.H * ((s.T + kTile - 1) / kTile);
@@ -361,8 +368,7 @@ unsigned attention_blocks(const AttentionShape& s) {
 
 void split_heads_forward(float* q, float* k, float* v, const float* qkv, const float* cs, bool rotate_v,
                          AttentionShape s) {
-  require_head_dim(s, cs, "split_heads_forward");
-  const int64_t n = int64_t(s.B) * s.T * 3 * s.C();
+  const int64_t n = split_merge_items(s, cs, 3, "split_heads_forward");
   if (n == 0) return;
   split_heads_forward_kernel<<<grid_blocks(n), kThreads>>>(q, k, v, qkv, cs, rotate_v, s);
   check_launch();
@@ -371,8 +377,7 @@ void split_heads_forward(float* q, float* k, float* v, const float* qkv, const f
 void split_heads_backward(float* dqkv, double* dtheta, const float* dq, const float* dk, const float* dv,
                           const float* q, const float* k, const float* v, const float* cs, bool rotate_v,
                           AttentionShape s) {
-  require_head_dim(s, cs, "split_heads_backward");
-  const int64_t n = int64_t(s.B) * s.T * 3 * s.C();
+  const int64_t n = split_merge_items(s, cs, 3, "split_heads_backward");
   if (n == 0) return;
   split_heads_backward_input_kernel<<<grid_blocks(n), kThreads>>>(dqkv, dq, dk, dv, cs, rotate_v, s);
   check_launch();
@@ -384,8 +389,7 @@ void split_heads_backward(float* dqkv, double* dtheta, const float* dq, const fl
 }
 
 void merge_heads_forward(float* y, const float* o, const float* cs, AttentionShape s) {
-  require_head_dim(s, cs, "merge_heads_forward");
-  const int64_t n = int64_t(s.B) * s.T * s.C();
+  const int64_t n = split_merge_items(s, cs, 1, "merge_heads_forward");
   if (n == 0) return;
   merge_heads_forward_kernel<<<grid_blocks(n), kThreads>>>(y, o, cs, s);
   check_launch();
@@ -393,8 +397,7 @@ void merge_heads_forward(float* y, const float* o, const float* cs, AttentionSha
 
 void merge_heads_backward(float* d_o, double* dtheta, const float* dy, const float* y, const float* cs,
                           AttentionShape s) {
-  require_head_dim(s, cs, "merge_heads_backward");
-  const int64_t n = int64_t(s.B) * s.T * s.C();
+  const int64_t n = split_merge_items(s, cs, 1, "merge_heads_backward");
   if (n == 0) return;
   merge_heads_backward_input_kernel<<<grid_blocks(n), kThreads>>>(d_o, dy, cs, s);
   check_launch();
