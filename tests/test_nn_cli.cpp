@@ -109,18 +109,26 @@ TEST(nn_cli, eval_writes_bits_per_byte_positions_and_protocol) {
 TEST(nn_cli, quick_experiment_gathers_every_scheme_and_length) {
   TempDir tmp;
   spit(tmp / "e.toml", "[experiment]\nschemes = [\"rope\", \"alibi\"]\nseeds = [1, 2]\nlengths = \"8x,16x\"\n"
-                       "out = \"runs\"\ncsv = \"out/x.csv\"\npasskey_trials = 2\npasskey_depths = [0.5]\n" +
+                       "out = \"runs\"\ncsv = \"out/x.csv\"\npasskey_trials = 2\npasskey_depths = [0.5]\n"
+                       "passkey_lengths = \"16x\"\n" +
                            tiny_config("nope", 10, 5));
   const auto r = run_routelab("experiment e.toml --no-plot --quiet", tmp.path, tmp.path);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count_lines(slurp(tmp / "out/x.csv")), 1 + 2 * 2 * 2);
   EXPECT_TRUE(fs::exists(tmp / "out/x-positions.csv"));
-  EXPECT_EQ(count_lines(slurp(tmp / "out/x-passkey.csv")), 1 + 2 * 2 * 2);
+  EXPECT_EQ(count_lines(slurp(tmp / "out/x-passkey.csv")), 1 + 2 * 2 * 1);  // passkey at 16x only
   EXPECT_TRUE(fs::exists(tmp / "runs/alibi-s2/checkpoint.bin"));
   // A second call finds everything done and gives the same CSV.
   const std::string first = slurp(tmp / "out/x.csv");
   ASSERT_EQ(run_routelab("experiment e.toml --no-plot --quiet", tmp.path, tmp.path).status, 0);
   EXPECT_EQ(slurp(tmp / "out/x.csv"), first);
+  // Passkey windows shorter than a key's frame are refused by name.
+  spit(tmp / "short.toml", "[experiment]\nschemes = [\"rope\"]\nseeds = [1]\nlengths = \"16x\"\nout = \"r2\"\n"
+                           "csv = \"out2/x.csv\"\npasskey_trials = 2\npasskey_lengths = \"1x\"\n" +
+                               tiny_config("nope", 10, 5));
+  expect_refusal(run_routelab("experiment short.toml --no-plot --quiet", tmp.path, tmp.path),
+                 "passkey_lengths: 16 is too short for passkey windows");
+  EXPECT_FALSE(fs::exists(tmp / "out2"));
 }
 
 TEST(nn_cli, passkey_writes_one_row_per_length_and_depth) {

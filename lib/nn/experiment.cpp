@@ -87,30 +87,33 @@ ExperimentConfig load_experiment_config(const std::string& path) {
         }
       if (!a || e.passkey_depths.empty())
         throw ConfigError(fmt::format("{}: [experiment] passkey_depths must be a list of fractions in [0, 1]", path));
-    } else if (key == "lengths" || key == "out" || key == "csv") {
+    } else if (key == "lengths" || key == "out" || key == "csv" || key == "passkey_lengths") {
       const auto s = v.value_exact<std::string>();
       if (!s) throw ConfigError(fmt::format("{}: [experiment] {} must be text", path, key));
-      (key == "lengths" ? e.lengths : key == "out" ? e.out : e.csv) = *s;
+      (key == "lengths" ? e.lengths : key == "out" ? e.out : key == "csv" ? e.csv : e.passkey_lengths) = *s;
     } else {
       throw ConfigError(
           fmt::format("{}: unknown key [experiment] {}; accepted: schemes, seeds, lengths, out, csv, "
-                      "passkey_trials, passkey_depths",
+                      "passkey_trials, passkey_depths, passkey_lengths",
                       path, key));
     }
   }
   if (e.schemes.empty() || e.seeds.empty() || e.out.empty() || e.csv.empty())
     throw ConfigError(fmt::format("{}: [experiment] needs schemes, seeds, out and csv", path));
-  std::vector<int64_t> lengths;
-  try {
-    lengths = parse_lengths(e.lengths, e.base.model.context);
-  } catch (const std::invalid_argument& err) {
-    throw ConfigError(fmt::format("{}: [experiment] lengths: {}", path, err.what()));
-  }
+  if (e.passkey_lengths.empty()) e.passkey_lengths = e.lengths;
+  auto lengths_of = [&](const std::string& key, const std::string& text) {
+    try {
+      return parse_lengths(text, e.base.model.context);
+    } catch (const std::invalid_argument& err) {
+      throw ConfigError(fmt::format("{}: [experiment] {}: {}", path, key, err.what()));
+    }
+  };
+  lengths_of("lengths", e.lengths);
   if (e.passkey_trials > 0)
-    for (int64_t L : lengths)
+    for (int64_t L : lengths_of("passkey_lengths", e.passkey_lengths))
       if (L < passkey_min_length())
-        throw ConfigError(fmt::format("{}: [experiment] lengths: {} is too short for passkey windows (at least {}); "
-                                      "set passkey_trials = 0 or lengthen",
+        throw ConfigError(fmt::format("{}: [experiment] passkey_lengths: {} is too short for passkey windows (at "
+                                      "least {}); set passkey_trials = 0 or lengthen",
                                       path, L, passkey_min_length()));
   for (const auto& s : e.schemes) {
     RunConfig c = e.base;
@@ -236,9 +239,9 @@ void run_experiment(const ExperimentConfig& e, bool progress) {
         // Kept only when it asked the same questions.
         const auto side = nlohmann::json::parse(slurp(pk + ".json"), nullptr, false);
         const bool same = !side.is_discarded() && side.value("trials", 0) == e.passkey_trials &&
-                          side.value("lengths_text", "") == e.lengths && side.contains("depths") &&
+                          side.value("lengths_text", "") == e.passkey_lengths && side.contains("depths") &&
                           side["depths"].get<std::vector<double>>() == e.passkey_depths;
-        if (!trained || !same) passkey_run(dir, e.lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress);
+        if (!trained || !same) passkey_run(dir, e.passkey_lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress);
         passkey_rows += body(slurp(pk));
       }
       runs.push_back({{"run", dir}, {"train_seconds_this_call", train_s}});

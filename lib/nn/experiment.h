@@ -3,7 +3,8 @@
 // ([model], [train], [data]) as for `routelab train`, plus
 //   [experiment] schemes = [...], seeds = [...], lengths = "1x,...",
 //                out = run directories' parent, csv = the combined CSV,
-//                passkey_trials (0: none), passkey_depths = [...]
+//                passkey_trials (0: none), passkey_depths = [...],
+//                passkey_lengths = "1x,..." (default: lengths)
 // Each run lives in out/<scheme>-s<seed> and resumes where it stopped, so an
 // interrupted experiment picks up where it was.
 #pragma once
@@ -26,6 +27,9 @@ struct ExperimentConfig {
   std::string lengths = "1x,2x,4x,8x,16x,32x,64x";
   std::string out, csv;
   int passkey_trials = 0;  // keys per length and depth; 0 skips passkey retrieval
+  // Passkey windows cost a full forward per trial, so they may stop short of
+  // the perplexity lengths; empty means the same lengths.
+  std::string passkey_lengths;
   std::vector<double> passkey_depths = {0, 0.25, 0.5, 0.75, 1};
 };
 
