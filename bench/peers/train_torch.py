@@ -3,9 +3,15 @@
 
   /usr/bin/python3 bench/peers/train_torch.py --config FILE.toml [--steps N]
       [--threads 2] [--scheme rope|learned_qkv] [--out FILE.csv] [--data FILE]
+      [--device cpu|cuda] [--tf32]
 
 Reads [model], [train] and [data] from the same TOML file routelab's `train`
-reads and trains the same model for N steps in float32 on the CPU. Prints
+reads and trains the same model for N steps in float32 on the CPU, or with
+--device cuda on the GPU (--tf32: TF32 tensor-core matmuls, as routelab's
+`train --tf32`). On the GPU attention is torch's fused
+scaled_dot_product_attention (flash attention where it applies), the
+strongest plain-PyTorch peer; on the CPU it stays the explicit masked softmax
+the CPU numbers were measured with. Prints
 (stdout) a CSV: `step,loss,grad_norm,tokens_per_s,elapsed_s`, one row a step;
 tokens_per_s is batch * context over that step's own wall time (sampling the
 batch, forward, backward, clip, AdamW), elapsed_s cumulative. Diagnostics
@@ -115,6 +121,8 @@ class Block(nn.Module):
                 tab = f * (2.0 * torch.rand(256, len(freqs), dtype=torch.float64) - 1.0)
             self.angles = nn.Parameter(tab.float())
 
+    fused = False  # scaled_dot_product_attention (set for --device cuda)
+
     def attn(self, x, cos, sin, rotate_v):
         B, T, C = x.shape
         H = self.H
@@ -128,10 +136,13 @@ class Block(nn.Module):
             k = rotate(k, cos, sin)
             if rotate_v:
                 v = rotate(v, cos, sin)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        mask = torch.ones(T, T, dtype=torch.bool).triu_(1)
-        att = att.masked_fill(mask, float("-inf")).softmax(dim=-1)
-        y = att @ v
+        if Block.fused:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+            mask = torch.ones(T, T, dtype=torch.bool).triu_(1)
+            att = att.masked_fill(mask, float("-inf")).softmax(dim=-1)
+            y = att @ v
         if cos is not None and rotate_v:
             y = rotate(y, cos, -sin)
         y = y.transpose(1, 2).reshape(B, T, C)
@@ -187,7 +198,8 @@ class Model(nn.Module):
         if T not in self._rope:
             f = torch.tensor(self.freqs, dtype=torch.float64)
             theta = torch.remainder(torch.arange(T, dtype=torch.float64)[:, None] * f, 2.0 * math.pi)
-            self._rope[T] = (theta.cos().float(), theta.sin().float())  # (T, hd/2)
+            dev = self.wte.weight.device
+            self._rope[T] = (theta.cos().float().to(dev), theta.sin().float().to(dev))  # (T, hd/2)
         return self._rope[T]
 
     def forward(self, tokens, targets):
@@ -239,6 +251,8 @@ def main():
     ap.add_argument("--scheme", help="overrides [model] scheme")
     ap.add_argument("--data", help="the training text (default: [data] corpus/train.txt)")
     ap.add_argument("--out", help="also write the CSV here")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--tf32", action="store_true", help="TF32 matmuls (cuda only)")
     ap.add_argument("--info", action="store_true",
                     help="print the diagnostics and torch's float32 matmul rate (GFLOP/s, n = 1024), then exit")
     a = ap.parse_args()
@@ -257,6 +271,16 @@ def main():
     if a.steps:
         t["steps"] = a.steps
 
+    if a.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("train_torch.py: --device cuda: torch sees no CUDA device")
+    if a.tf32 and a.device != "cuda":
+        sys.exit("train_torch.py: --tf32 needs --device cuda")
+    dev = torch.device(a.device)
+    if a.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = a.tf32
+        torch.backends.cudnn.allow_tf32 = a.tf32
+        Block.fused = True
+        note(f"device: {torch.cuda.get_device_name(0)}, tf32 {a.tf32}, attention scaled_dot_product_attention")
     torch.set_num_threads(a.threads)
     torch.manual_seed(int(t["seed"]))
     torch.set_default_dtype(torch.float32)
@@ -293,7 +317,7 @@ def main():
         note(f"sgemm-gflops: {max(rates):.1f}")
         return
 
-    model = Model(m)
+    model = Model(m).to(dev)
     decay = [p for n, p in model.named_parameters() if p.dim() == 2 and not n.endswith("angles")]
     other = [p for n, p in model.named_parameters() if not (p.dim() == 2 and not n.endswith("angles"))]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": t["weight_decay"]},
@@ -303,11 +327,11 @@ def main():
     note(f"model: scheme {m['scheme']}, d_model {m['d_model']}, heads {m['heads']}, layers {m['layers']}, "
          f"mlp_ratio {m['mlp_ratio']}, context {m['context']}, batch {t['batch']}, {nparams} parameters")
 
-    data = load_corpus(cfg, a.data)
+    data = load_corpus(cfg, a.data).to(dev)
     B, T = int(t["batch"]), int(m["context"])
     if data.numel() < T + 2:
         sys.exit("train_torch.py: training text shorter than one window")
-    offs = torch.arange(T + 1)
+    offs = torch.arange(T + 1, device=dev)
 
     out = open(a.out, "w") if a.out else None
     header = "step,loss,grad_norm,tokens_per_s,elapsed_s"
@@ -317,7 +341,7 @@ def main():
     elapsed = 0.0
     for step in range(int(t["steps"])):
         t0 = time.perf_counter()
-        starts = torch.randint(0, data.numel() - T - 1 + 1, (B, 1))
+        starts = torch.randint(0, data.numel() - T - 1 + 1, (B, 1), device=dev)
         win = data[starts + offs].long()
         x, y = win[:, :-1], win[:, 1:]
         for g in opt.param_groups:
@@ -330,6 +354,8 @@ def main():
         else:
             gn = float(torch.norm(torch.stack([p.grad.norm() for p in model.parameters()])))
         opt.step()
+        if a.device == "cuda":
+            torch.cuda.synchronize()  # the step's kernels are done before its time is read
         lv = loss.item()
         dt = time.perf_counter() - t0
         elapsed += dt
