@@ -64,7 +64,13 @@ int cmd_sim(const std::vector<std::string>& args) {
       return 0;
     }
   RunRequest req = parse_sim_args(name, rest);
-  require_device(device, "sim " + name);
+  if (device == "cuda") {
+    // Sims without a GPU path refuse as train and eval do; the others need a
+    // device, and run_sim refuses a point whose family is not ported.
+    if (!find_sim(name).gpu_refusal) require_device(device, "sim " + name);
+    cuda::require_cuda_device();
+    req.gpu = true;
+  }
   const std::string out = req.out;
   req.progress = isatty(2);
   const auto start = std::chrono::steady_clock::now();

@@ -24,6 +24,7 @@
 #include "groups/family.h"
 #include "groups/haar.h"
 #include "groups/heat.h"
+#include "sims/device_walks.h"
 #include "stats/intervals.h"
 #include "stats/moments.h"
 
@@ -268,10 +269,14 @@ std::vector<SimRow> far_mass_route_rows(const StepLaw& law, const FarMassBounds&
   const int count = int(pt.ML.size());
   std::vector<FarStreamBuffers> buffers;
   for (int t = 0; t < ctx.threads; ++t) buffers.emplace_back(law);
-  const std::vector<double> out = parallel_fill(pt.routes, 2 * count, ctx.threads, [&](long long i, double* o, int t) {
-    Stream s(ctx.seed, sample_stream(ctx.point, i, kRoute));
-    stream_route_far_mass(law, s, pt.K, pt.lambda, pt.ML, buffers[t], o, o + count);
-  });
+  // --device cuda: the same routes on the GPU (the bound rows' random
+  // instances above stay on the CPU: no walks there).
+  const std::vector<double> out =
+      ctx.gpu ? gpu_far_mass_routes(law, ctx, pt.routes, pt.K, pt.lambda, pt.ML, FarStreamBuffers::kChunk, kRoute)
+              : parallel_fill(pt.routes, 2 * count, ctx.threads, [&](long long i, double* o, int t) {
+                  Stream s(ctx.seed, sample_stream(ctx.point, i, kRoute));
+                  stream_route_far_mass(law, s, pt.K, pt.lambda, pt.ML, buffers[t], o, o + count);
+                });
 
   // The extremal configurations, streamed like the routes: Proposition 3's
   // (near logits +lambda, far -lambda) and Proposition 1's (near scores
@@ -363,7 +368,8 @@ const bool registered = register_sim({"far-mass",
           {{"far mass bounds", {{"family", "householder"}, {"d", "8"}, {"K", "1,4"}, {"lambda", "3"}, {"gap", "0.5"},
                                 {"ML", "10,100,1000,10000,100000"}, {"routes", "8"}}, 100000, 10000}},
           50,
-          [](const Params& p) { parse_far_mass_point(p); }});
+          [](const Params& p) { parse_far_mass_point(p); },
+          gpu_family_refusal});
 
 }  // namespace
 

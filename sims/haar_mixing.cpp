@@ -18,6 +18,7 @@
 
 #include "groups/family.h"
 #include "groups/walk.h"
+#include "sims/device_walks.h"
 #include "sims/sim.h"
 #include "stats/intervals.h"
 #include "stats/moments.h"
@@ -42,7 +43,7 @@ std::vector<SimRow> haar_mixing_rows(const StepLaw& law_ref, std::vector<long lo
   // Per walk and recorded length c: x_n, tr P_n, (tr P_n)^2, [det P_n = +1].
   std::vector<std::vector<double>> step(ctx.threads);
   std::vector<Mat> P(ctx.threads, Mat(d, d));
-  const std::vector<double> rec = parallel_fill(N, 4 * count, ctx.threads, [&](long long i, double* out, int t) {
+  auto walk = [&](long long i, double* out, int t) {
     Stream s(ctx.seed, sample_stream(ctx.point, i));
     P[t].setIdentity();
     int c = 0;
@@ -56,7 +57,10 @@ std::vector<SimRow> haar_mixing_rows(const StepLaw& law_ref, std::vector<long lo
         ++c;
       }
     });
-  });
+  };
+  // --device cuda: the same walks on the GPU.
+  const std::vector<double> rec =
+      ctx.gpu ? gpu_walk_matrix_records(*law, ctx, ns) : parallel_fill(N, 4 * count, ctx.threads, walk);
   Moments traces(3 * count);
   std::vector<double> moments_row(3 * count);
   for (long long i = 0; i < N; ++i) {
@@ -140,7 +144,9 @@ const bool registered = register_sim({"haar-mixing",
            {"coordinate fails to mix", {{"family", "householder"}, {"normals", "coordinate"}, {"d", "4,8"}, {"n", "1,5,10,40"}}, 40000, 8000},
            {"heat-dithered mixing", {{"family", "dithered"}, {"d", "4"}, {"normals", "coordinate"}, {"tau", "0.5"}, {"n", "1,2,12"}}, 20000, 4000},
            {"haar law", {{"family", "haar"}, {"d", "2,3,8,32"}, {"group", "o,so"}, {"n", "1"}}, 40000, 8000}},
-          30});
+          30,
+          {},
+          gpu_family_refusal});
 }  // namespace
 
 }  // namespace routelab

@@ -1,5 +1,6 @@
 #include "sims/runner.h"
 
+#include "cuda/device.h"
 #include "stats/distributed.h"
 #include "stats/intervals.h"
 
@@ -194,6 +195,11 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
   for (const auto& p : points) {
     if (sim.uses_family) make_step_law(p);
     if (sim.validate) sim.validate(p);
+    if (req.gpu) {
+      if (!sim.gpu_refusal) throw cuda::DeviceError("--device cuda: sim " + sim.name + " has no GPU path; use --device cpu");
+      const std::string why = sim.gpu_refusal(p);
+      if (!why.empty()) throw cuda::DeviceError("--device cuda: " + why);
+    }
   }
 
   // A shard's partial CSV leads with the point index, for `routelab merge`.
@@ -212,7 +218,7 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t k = 0; k < points.size(); ++k) {
     if (partial && long(k % req.shards) != req.shard) continue;
-    SimContext ctx{req.seed, req.threads, samples, (long long)k};
+    SimContext ctx{req.seed, req.threads, samples, (long long)k, req.gpu};
     const auto rows = sim.run(points[k], ctx);
     for (const auto& r : rows) {
       std::vector<std::pair<std::string, std::string>> cells = {
@@ -250,6 +256,7 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
     j["z"] = kZ;
     j["ci"] = "estimate +- z * stderr at the check's z";
     j["ranks"] = dist::size();
+    if (req.gpu) j["device"] = "cuda";
     if (partial) j["shard"] = {{"index", req.shard}, {"count", req.shards}};
     *config = j;
   }
@@ -274,7 +281,7 @@ std::string merge_partials(const std::vector<std::string>& paths, nlohmann::json
     if (!j.contains("shard")) throw BadInput("merge", fmt::format("{} is not a partial result (no --shard)", path));
     const int index = j["shard"]["index"], count = j["shard"]["count"];
     nlohmann::json key = j;
-    for (const char* run_specific : {"shard", "wall_seconds", "csv", "threads", "ranks"}) key.erase(run_specific);
+    for (const char* run_specific : {"shard", "wall_seconds", "csv", "threads", "ranks", "device"}) key.erase(run_specific);
     if (first.is_null()) {
       first = key;
       seen.assign(count, false);

@@ -22,6 +22,7 @@ struct RunRequest {
   std::string out;         // CSV path; empty: stdout
   int shard = -1, shards = 0;  // --shard K/N: run points p with p % N == K, write a partial
   bool progress = false;  // one line per point on stderr
+  bool gpu = false;       // --device cuda (the sim must have a GPU path)
 };
 
 // Parses "--flag value" / "--flag=value" pairs after `routelab sim NAME`.

@@ -54,6 +54,7 @@
 #include "groups/so2.h"
 #include "groups/so2_phases.h"
 #include "groups/walk.h"
+#include "sims/device_walks.h"
 #include "io/table.h"
 #include "stats/intervals.h"
 #include "stats/ks.h"
@@ -279,14 +280,19 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
     q[0] = 1.0;
   std::vector<WalkBuffers> buffers(ctx.threads, WalkBuffers(law));
   std::vector<std::vector<double>> path(ctx.threads, std::vector<double>(nmax));
-  const std::vector<double> scores = parallel_fill(N, count, ctx.threads, [&](long long i, double* out, int t) {
+  auto walk = [&](long long i, double* out, int t) {
     Stream s(ctx.seed, sample_stream(ctx.point, i, kWalkStream));
     if (matched)
       so2_mean_cos_walk(*so2, s, int(nmax), path[t].data());
     else
       walk_scores(law, s, q.data(), q.data(), int(nmax), path[t].data(), buffers[t]);
     for (int c = 0; c < count; ++c) out[c] = path[t][ns[c] - 1];
-  });
+  };
+  // --device cuda: the same walks on the GPU.
+  const std::vector<double> scores =
+      !ctx.gpu ? parallel_fill(N, count, ctx.threads, walk)
+      : matched ? gpu_so2_mean_cos_records(law, ctx, ns, kWalkStream)
+                : gpu_walk_score_records(law, ctx, ns, kWalkStream);
 
   // Corollary B.5: the far routes of group g are walks g M .. g M + M - 1 (the
   // union bound needs no independence, and these are independent anyway); its
@@ -430,7 +436,9 @@ const bool registered = register_sim({"score-tail",
            {"coordinate breaks levy", {{"family", "householder"}, {"normals", "coordinate"}, {"d", "8"}, {"n", "1,40"}, {"s", "0.6,0.9"}, {"M", "2"}}, 20000, 4000},
            {"haar score tail", {{"family", "haar"}, {"d", "16,32"}, {"n", "1"}, {"s", "0.3,0.4,0.5,0.6"}, {"M", "4"}}, 100000, 10000},
            {"so2 hoeffding tail", {{"family", "so2"}, {"d", "64"}, {"a", "1"}, {"n", "10,30"}, {"s", "0.3,0.5,0.7"}, {"M", "4"}}, 400000, 40000}},
-          40});
+          40,
+          {},
+          gpu_family_refusal});
 
 }  // namespace
 

@@ -45,6 +45,9 @@ struct SimContext {
   int threads = 1;
   long long samples = 0;
   long long point = 0;  // index of the parameter point in the sweep
+  // --device cuda: the sim makes its per-sample quantities on the GPU
+  // (sims/device_walks.h) and reduces them as on the CPU.
+  bool gpu = false;
 };
 
 // One row group of `routelab verify`: a simulation run at fixed flags.
@@ -66,7 +69,10 @@ struct Sim {
   int order = 0;                 // position in listings and in verify
   // Checks one point's own flags (throws BadInput) so a bad value anywhere in a
   // sweep is refused before any point runs; family flags are checked anyway.
-  std::function<void(const Params&)> validate;
+  std::function<void(const Params&)> validate = nullptr;
+  // Set for the sims with a GPU path: "" when a point can run on the GPU,
+  // otherwise why not (one line). Unset: --device cuda is refused.
+  std::function<std::string(const Params&)> gpu_refusal = nullptr;
 };
 
 // Each sims/*.cpp registers its simulation from a static initializer

@@ -5,7 +5,10 @@
 // beta is the split-sample estimate of stats/matrix_mean.h.
 #include <fmt/core.h>
 
+#include <memory>
+
 #include "groups/family.h"
+#include "sims/device_walks.h"
 #include "sims/sim.h"
 #include "stats/intervals.h"
 #include "stats/matrix_mean.h"
@@ -37,7 +40,10 @@ std::vector<SimRow> spectral_gap_rows(const StepLaw& law_ref, const SimContext& 
   const int d = law->dim();
   std::vector<std::vector<double>> steps(ctx.threads, std::vector<double>(law->step_size()));
   std::vector<Mat> matrices(ctx.threads, Mat(d, d));
+  // --device cuda: the same matrices, drawn on the GPU a window at a time.
+  const std::unique_ptr<GpuStepMatrices> gpu = ctx.gpu ? std::make_unique<GpuStepMatrices>(*law, ctx) : nullptr;
   auto sample = [&](long long i, double* out, int t) {
+    if (gpu) return gpu->get(i, out);
     Stream s(ctx.seed, sample_stream(ctx.point, i));
     law->draw(s, steps[t].data());
     Mat& m = matrices[t];
@@ -94,7 +100,9 @@ const bool registered = register_sim({"spectral-gap",
            {"lieball gap", {{"family", "lieball"}, {"d", "3"}, {"r", "0.5,1.5,3"}}, 400000, 50000},
            {"dithered gap", {{"family", "dithered"}, {"d", "4"}, {"normals", "coordinate"}, {"tau", "0.5"}, {"sign", "minus,mixed"}}, 100000, 20000},
            {"haar mean", {{"family", "haar"}, {"d", "3,8"}, {"group", "o,so"}}, 200000, 20000}},
-          10});
+          10,
+          {},
+          gpu_family_refusal});
 }  // namespace
 
 }  // namespace routelab

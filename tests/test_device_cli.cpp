@@ -1,7 +1,9 @@
 // --device on train, eval, experiment and sim. `cpu` changes nothing; `cuda`
-// is refused, until the GPU paths are wired, with one line on stderr, exit
-// status 2 and no output file: on a machine without a device (or a build
-// without CUDA) the line says so; with one, it says the path is not wired.
+// is refused where there is no GPU path (train, eval, experiment, the sims
+// other than spectral-gap, haar-mixing, score-tail and far-mass, and the
+// families not ported to the GPU) with one line on stderr, exit status 2 and
+// no output file: on a machine without a device (or a build without CUDA) the
+// line says so; with one, it says the path is not there.
 // Runs in the CPU suite of every build.
 #include <gtest/gtest.h>
 
@@ -9,6 +11,7 @@
 
 #include "cli_helpers.h"
 #include "cuda/device.h"
+#include "sims/runner.h"
 
 namespace {
 
@@ -17,7 +20,7 @@ using namespace routelab::testing;
 // What the refusal must say on this machine and build.
 std::string expected_refusal() {
   const std::string why = routelab::cuda::cuda_unavailable_reason();
-  return why.empty() ? "has no GPU path yet" : why;
+  return why.empty() ? "has no GPU path" : why;
 }
 
 void expect_refused(const CliResult& r, const std::string& must_say) {
@@ -40,8 +43,9 @@ TEST(device_cli, cuda_is_refused_in_one_line_before_any_output) {
   for (const std::string cmd : {"train --config c.toml --out run --quiet --device cuda",
                                 "eval --run run --quiet --device cuda",
                                 "experiment e.toml --no-plot --quiet --device cuda",
-                                "sim spectral-gap --family so2 --d 2 --samples 100 --out sim.csv --device cuda",
-                                "sim spectral-gap --family so2 --d 2 --samples 100 --device=cuda --out sim.csv"}) {
+                                "sim moment-decay --family so2 --d 2 --samples 100 --out sim.csv --device cuda",
+                                "sim spectral-gap --family heat --d 2 --samples 100 --out sim.csv --device cuda",
+                                "sim score-tail --family so2,fisher --d 2 --samples 100 --device=cuda --out sim.csv"}) {
     SCOPED_TRACE(cmd);
     const CliResult r = run_routelab(cmd, tmp.path, tmp.path);
     expect_refused(r, "--device cuda: " + refusal);
@@ -50,6 +54,39 @@ TEST(device_cli, cuda_is_refused_in_one_line_before_any_output) {
   int files = 0;
   for (const auto& e : fs::directory_iterator(tmp.path)) files += e.path().filename().string()[0] != '.';
   EXPECT_EQ(files, 2);
+}
+
+// Whether or not a device is there, run_sim checks every point before any
+// work: a sim without a GPU path, or a family not ported, is one line naming
+// what is ported.
+TEST(device_cli, sims_refuse_what_is_not_ported_before_any_work) {
+  auto refusal = [](const std::string& sim, const std::map<std::string, std::string>& flags) -> std::string {
+    routelab::RunRequest req;
+    req.sim = sim;
+    req.given = flags;
+    req.samples = 100;
+    req.gpu = true;
+    try {
+      routelab::run_sim(req);
+    } catch (const routelab::cuda::DeviceError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  for (const std::string sim : {"spectral-gap", "haar-mixing", "score-tail", "far-mass"})
+    for (const std::string family : {"heat", "fisher", "skewexp", "lieball", "dithered", "nonnormal"}) {
+      SCOPED_TRACE(sim + " " + family);
+      // The unported family last, so the ported one's point would come first.
+      const std::string d = family == "skewexp" ? "6" : family == "nonnormal" ? "3" : "2";
+      const std::string why = refusal(sim, {{"family", "householder," + family}, {"d", d}});
+      EXPECT_NE(why.find("--device cuda: family " + family +
+                         " has no GPU path (ported to the GPU: so2, givens, householder, axis3, haar)"),
+                std::string::npos)
+          << why;
+      EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+    }
+  EXPECT_EQ(refusal("moment-decay", {{"family", "so2"}, {"d", "2"}}),
+            "--device cuda: sim moment-decay has no GPU path; use --device cpu");
 }
 
 TEST(device_cli, an_unknown_device_is_refused) {

@@ -7,29 +7,12 @@
 
 namespace routelab {
 
-void rodrigues_rotate(const double* n, double c, double s, double* x) {
-  const double dot = n[0] * x[0] + n[1] * x[1] + n[2] * x[2];
-  const double cx = n[1] * x[2] - n[2] * x[1];
-  const double cy = n[2] * x[0] - n[0] * x[2];
-  const double cz = n[0] * x[1] - n[1] * x[0];
-  const double k = (1.0 - c) * dot;
-  x[0] = c * x[0] + k * n[0] + s * cx;
-  x[1] = c * x[1] + k * n[1] + s * cy;
-  x[2] = c * x[2] + k * n[2] + s * cz;
-}
+void Axis3::draw(Stream& s, double* step) const { axis3_draw(s, dim(), step); }
 
-void Axis3::draw(Stream& s, double* step) const {
-  for (int b = 0; b < dim() / 3; ++b) {
-    double* n = step + 3 * b;
-    s.normals(n, 3);
-    const double inv = 1.0 / std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-    for (int i = 0; i < 3; ++i) n[i] *= inv;
-  }
-}
+void Axis3::apply(const double* step, double* x) const { axis3_apply(dim(), theta_, step, x); }
 
-void Axis3::apply(const double* step, double* x) const {
-  const double c = std::cos(theta_), s = std::sin(theta_);
-  for (int b = 0; b < dim() / 3; ++b) rodrigues_rotate(step + 3 * b, c, s, x + 3 * b);
+std::optional<StepKernel> Axis3::kernel() const {
+  return StepKernel{.family = KernelFamily::axis3, .d = dim(), .theta = theta_};
 }
 
 // Example 4

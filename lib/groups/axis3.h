@@ -18,12 +18,10 @@ class Axis3 : public StepLaw {
   void apply(const double* step, double* x) const override;
   std::optional<Mat> mean() const override;
   std::string closed_form_text() const override { return "E[M] = ((2 cos theta + 1)/3) I; beta = |2 cos theta + 1|/3"; }
+  std::optional<StepKernel> kernel() const override;
 
  private:
   double theta_;
 };
-
-// x <- R(n, theta) x for one 3-vector, Rodrigues' formula.
-void rodrigues_rotate(const double* n, double cos_t, double sin_t, double* x);
 
 }  // namespace routelab

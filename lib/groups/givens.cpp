@@ -7,26 +7,12 @@
 
 namespace routelab {
 
-void Givens::draw(Stream& s, double* step) const {
-  const int d = dim();
-  // Index the C(d,2) pairs p < q in row order.
-  uint64_t k = s.below(uint64_t(d) * (d - 1) / 2);
-  int p = 0;
-  while (k >= uint64_t(d - 1 - p)) {
-    k -= d - 1 - p;
-    ++p;
-  }
-  step[0] = p;
-  step[1] = p + 1 + double(k);
-  step[2] = s.uniform(-a_, a_);
-}
+void Givens::draw(Stream& s, double* step) const { givens_draw(s, dim(), a_, step); }
 
-void Givens::apply(const double* step, double* x) const {
-  const int p = int(step[0]), q = int(step[1]);
-  const double c = std::cos(step[2]), s = std::sin(step[2]);
-  const double xp = x[p], xq = x[q];
-  x[p] = c * xp - s * xq;
-  x[q] = s * xp + c * xq;
+void Givens::apply(const double* step, double* x) const { givens_apply(step, x); }
+
+std::optional<StepKernel> Givens::kernel() const {
+  return StepKernel{.family = KernelFamily::givens, .d = dim(), .a = a_};
 }
 
 // Example 3

@@ -17,6 +17,7 @@ class Givens : public StepLaw {
   void apply(const double* step, double* x) const override;
   std::optional<Mat> mean() const override;
   std::string closed_form_text() const override { return "E[M] = (1 - 2(1 - sin a/a)/d) I"; }
+  std::optional<StepKernel> kernel() const override;
 
  private:
   double a_;

@@ -42,6 +42,10 @@ void Haar::apply_matrix(const double* step, Mat& P) const {
   P = (U * P).eval();
 }
 
+std::optional<StepKernel> Haar::kernel() const {
+  return StepKernel{.family = KernelFamily::haar, .d = dim(), .special = special_};
+}
+
 std::optional<Mat> Haar::second_moment() const {
   const int d = dim();
   if (special_ && d == 2) {  // SO(2) is abelian: the antisymmetric part is invariant

@@ -22,6 +22,7 @@ class Haar : public StepLaw {
   void apply_matrix(const double* step, Mat& P) const override;
   std::optional<Mat> mean() const override { return Mat(Mat::Zero(dim(), dim())); }
   std::optional<Mat> second_moment() const override;
+  std::optional<StepKernel> kernel() const override;
   std::string closed_form_text() const override {
     return "E[U] = 0; (x+1)/2 ~ Beta((d-1)/2, (d-1)/2) for x = q^T U k; E (tr U)^2 = 1 (2 on SO(2))";
   }

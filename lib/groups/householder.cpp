@@ -19,22 +19,7 @@ NormalSampler::NormalSampler(NormalLaw law, int d, double aniso) : law(law) {
 }
 
 void NormalSampler::draw(Stream& s, double* v, int d) const {
-  if (law == NormalLaw::coordinate) {
-    for (int i = 0; i < d; ++i) v[i] = 0.0;
-    // The sign of +-e_i does not change H; draw it anyway so the normal's
-    // law is the one Remark 3 states.
-    const uint64_t k = s.below(2 * uint64_t(d));
-    v[k >> 1] = (k & 1) ? -1.0 : 1.0;
-    return;
-  }
-  s.normals(v, d);
-  if (law == NormalLaw::gaussian)
-    for (int i = 0; i < d; ++i) v[i] *= sigma(i);
-  double norm2 = 0;
-#pragma omp simd reduction(+ : norm2)
-  for (int i = 0; i < d; ++i) norm2 += v[i] * v[i];
-  const double inv = 1.0 / std::sqrt(norm2);
-  for (int i = 0; i < d; ++i) v[i] *= inv;
+  householder_normal_draw(s, law, sigma.data(), v, d);
 }
 
 Vec NormalSampler::second_moment_diagonal(int d) const {
@@ -65,16 +50,6 @@ NormalSampler parse_normals(const Params& p, int d) {
   throw BadInput("normals", fmt::format("unknown law '{}'; accepts sphere, coordinate, gaussian", name));
 }
 
-void householder_step(const double* v, double* x, int d) {
-  // `omp simd reduction` lets the sum vectorize (a fixed, build-dependent
-  // order) without fast-math.
-  double dot = 0;
-#pragma omp simd reduction(+ : dot)
-  for (int i = 0; i < d; ++i) dot += v[i] * x[i];
-  const double c = 2.0 * dot;
-  for (int i = 0; i < d; ++i) x[i] -= c * v[i];
-}
-
 void Householder::apply_matrix(const double* step, Mat& P) const {
   // P <- P - 2 v (v^T P): one matrix-vector product and one rank-1 update.
   Eigen::Map<const Vec> v(step, dim());
@@ -100,6 +75,13 @@ std::optional<Mat> Householder::second_moment() const {
     return T;
   }
   return std::nullopt;  // needs fourth moments of the angular Gaussian
+}
+
+std::optional<StepKernel> Householder::kernel() const {
+  return StepKernel{.family = KernelFamily::householder,
+                    .d = dim(),
+                    .normals = normals_.law,
+                    .sigma = normals_.law == NormalLaw::gaussian ? normals_.sigma.data() : nullptr};
 }
 
 std::string Householder::closed_form_text() const {

@@ -9,8 +9,6 @@
 
 namespace routelab {
 
-enum class NormalLaw { sphere, coordinate, gaussian };
-
 // The law of the reflection normal, shared by `householder` and `dithered`.
 struct NormalSampler {
   NormalLaw law = NormalLaw::sphere;
@@ -25,9 +23,6 @@ struct NormalSampler {
 // Parses --normals and --aniso for a family of dimension d.
 NormalSampler parse_normals(const Params& p, int d);
 
-// x <- (I - 2 v v^T) x
-void householder_step(const double* v, double* x, int d);
-
 class Householder : public StepLaw {
  public:
   Householder(int d, NormalSampler normals) : StepLaw(d), normals_(std::move(normals)) {}
@@ -40,6 +35,7 @@ class Householder : public StepLaw {
   std::optional<Mat> mean() const override;
   std::optional<Mat> second_moment() const override;
   std::string closed_form_text() const override;
+  std::optional<StepKernel> kernel() const override;
   // Proposition 2 (smooth normal density bounded below) vs Remark 3.
   HaarLimit haar_limit() const override {
     return normals_.law == NormalLaw::coordinate ? HaarLimit::no : HaarLimit::yes;

@@ -20,17 +20,12 @@ double wrap_angle(double theta) {
   return w - M_PI;
 }
 
-void So2Blocks::draw(Stream& s, double* step) const {
-  for (int b = 0; b < blocks(); ++b) step[b] = omega_ + s.uniform(-a_[b], a_[b]);
-}
+void So2Blocks::draw(Stream& s, double* step) const { so2_draw(s, blocks(), a_.data(), omega_, step); }
 
-void So2Blocks::apply(const double* step, double* x) const {
-  for (int b = 0; b < blocks(); ++b) {
-    const double c = std::cos(step[b]), s = std::sin(step[b]);
-    const double x0 = x[2 * b], x1 = x[2 * b + 1];
-    x[2 * b] = c * x0 - s * x1;
-    x[2 * b + 1] = s * x0 + c * x1;
-  }
+void So2Blocks::apply(const double* step, double* x) const { so2_apply(blocks(), step, x); }
+
+std::optional<StepKernel> So2Blocks::kernel() const {
+  return StepKernel{.family = KernelFamily::so2, .d = dim(), .omega = omega_, .widths = a_.data()};
 }
 
 // Example 1

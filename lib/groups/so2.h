@@ -23,6 +23,7 @@ class So2Blocks : public StepLaw {
   std::string closed_form_text() const override {
     return "E[M] = diag_b (sin a_b / a_b) R(omega); beta = max_b |sin a_b / a_b|";
   }
+  std::optional<StepKernel> kernel() const override;
   const std::vector<double>& half_widths() const { return a_; }
   double omega() const { return omega_; }
 

@@ -34,17 +34,6 @@ void so2_mean_cos_walk(const So2Blocks& law, Stream& s, int n, double* S);
 // libmvec; theta must already be wrapped to about [-pi, pi].
 void cos_weighted_rows(const double* theta, int rows, int B, const double* w, double* S);
 
-// Reduce x to about [-pi, pi] as x - k 2pi, k = round(x / 2pi), with 2pi
-// split into two doubles (hi + lo carries about 106 bits of it) and each part
-// subtracted by a fused multiply-add, whose single rounding makes x - k hi
-// exact to half an ulp of pi. The result is within a few ulps of pi of the
-// true remainder for |x| up to about 2^40 (past that, wrap_angle).
-inline double wrap_phase(double x) {
-  constexpr double inv_two_pi = 0.15915494309189535;
-  constexpr double two_pi_hi = 6.283185307179586;        // 2pi rounded to double
-  constexpr double two_pi_lo = 2.4492935982947064e-16;   // 2pi - two_pi_hi
-  const double k = std::nearbyint(x * inv_two_pi);
-  return std::fma(-k, two_pi_lo, std::fma(-k, two_pi_hi, x));
-}
+// wrap_phase (groups/step_kernels.h) reduces the phases mod 2 pi.
 
 }  // namespace routelab

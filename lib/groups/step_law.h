@@ -18,6 +18,7 @@
 
 #include <Eigen/Dense>
 
+#include "groups/step_kernels.h"
 #include "rng/stream.h"
 
 namespace routelab {
@@ -66,6 +67,9 @@ class StepLaw {
   virtual std::optional<Mat> second_moment() const { return std::nullopt; }
   // beta = ||E M||_op (Assumption 1), from mean() unless overridden.
   virtual std::optional<double> gap() const;
+  // The law as a batch kernel sees it (groups/step_kernels.h), for the
+  // families whose draw and apply are written there; those run on the GPU.
+  virtual std::optional<StepKernel> kernel() const { return std::nullopt; }
   // For `routelab families`: the closed forms in words.
   virtual std::string closed_form_text() const = 0;
 
@@ -76,8 +80,6 @@ class StepLaw {
 // Reorthonormalise an accumulated product whose drift from O(d) exceeds tol
 // (||P^T P - I||_max); returns the drift measured before any correction.
 // Long products drift by about n * 1e-16; walks call this every 256 steps.
-double reorthonormalize_if_drifted(Mat& P, double tol = 1e-12);
-
-constexpr int kReorthonormalizeEvery = 256;
+double reorthonormalize_if_drifted(Mat& P, double tol = kDriftTolerance);
 
 }  // namespace routelab

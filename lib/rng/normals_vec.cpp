@@ -119,7 +119,9 @@ void u01_from_words(const uint32_t* w, std::size_t n, double* out) {
 
 // ---------------------------------------------------------------------------
 // Box-Muller, one chunk of kPairs pairs at a time. The chunk function is not
-// inlined so that every caller runs exactly the same instructions.
+// inlined so that every caller runs exactly the same instructions. The pair
+// itself is rng/stream.h's box_muller_pair, which the GPU's Stream also runs
+// (with CUDA's log).
 //
 // The radius uses libmvec's log and the hardware sqrt. (A Newton-refined
 // vrsqrt14pd and splitting this loop in two were both slower here: the
@@ -138,29 +140,7 @@ constexpr int kPairs = kNormalChunk / 2;
 __attribute__((noinline)) static void box_muller_chunk(const uint32_t* w, double* out) {
   alignas(64) double c[kPairs], s[kPairs];
 #pragma omp simd
-  for (int p = 0; p < kPairs; ++p) {
-    const uint64_t b1 = uint64_t(w[4 * p]) | (uint64_t(w[4 * p + 1]) << 32);
-    const uint64_t b2 = uint64_t(w[4 * p + 2]) | (uint64_t(w[4 * p + 3]) << 32);
-    const double u1 = (double(b1 >> 11) + 0.5) * 0x1.0p-53;  // (0, 1), as uniform()
-    const double r = std::sqrt(-2.0 * ::log(u1));
-    const uint64_t m = b2 >> 11;                               // 53 bits, as uniform()
-    const uint64_t q = m >> 51;                                // quarter turn 0..3
-    const double y = (double(m & ((uint64_t(1) << 51) - 1)) + 0.5 - 0x1.0p50) * 0x1.0p-53;  // exact
-    const double x = 2.0 * M_PI * y;
-    const double x2 = x * x;
-    const double sx = x * (1.0 + x2 * (-1.0 / 6 + x2 * (1.0 / 120 + x2 * (-1.0 / 5040 + x2 * (1.0 / 362880 +
-                      x2 * (-1.0 / 39916800 + x2 * (1.0 / 6227020800.0 + x2 * (-1.0 / 1307674368000.0 +
-                      x2 * (1.0 / 355687428096000.0)))))))));
-    const double cx = 1.0 + x2 * (-0.5 + x2 * (1.0 / 24 + x2 * (-1.0 / 720 + x2 * (1.0 / 40320 +
-                      x2 * (-1.0 / 3628800 + x2 * (1.0 / 479001600.0 + x2 * (-1.0 / 87178291200.0 +
-                      x2 * (1.0 / 20922789888000.0))))))));
-    // Rotate (cos x, sin x) by q quarter turns.
-    const double cq = (q & 1) ? -sx : cx;
-    const double sq = (q & 1) ? cx : sx;
-    const double sign = (q & 2) ? -r : r;
-    c[p] = sign * cq;
-    s[p] = sign * sq;
-  }
+  for (int p = 0; p < kPairs; ++p) box_muller_pair(w + 4 * p, [](double u) { return ::log(u); }, c[p], s[p]);
   for (int p = 0; p < kPairs; ++p) {
     out[2 * p] = c[p];
     out[2 * p + 1] = s[p];

@@ -4,28 +4,6 @@
 
 namespace routelab {
 
-uint64_t Stream::below(uint64_t n) {
-  // Lemire (2019), 32-bit version when n fits, which every caller here does.
-  if (n <= 0xffffffffull) {
-    uint32_t n32 = uint32_t(n);
-    uint64_t m = uint64_t(next_u32()) * n32;
-    uint32_t low = uint32_t(m);
-    if (low < n32) {
-      uint32_t threshold = uint32_t(-n32) % n32;
-      while (low < threshold) {
-        m = uint64_t(next_u32()) * n32;
-        low = uint32_t(m);
-      }
-    }
-    return m >> 32;
-  }
-  // Large n: rejection on 64-bit words.
-  uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-  uint64_t x;
-  do x = next_u64(); while (x >= limit);
-  return x % n;
-}
-
 void Stream::u32s(uint32_t* out, std::size_t n) {
   std::size_t i = 0;
   while (i < n && have_ > 0) out[i++] = next_u32();
@@ -48,13 +26,6 @@ void Stream::uniforms(double* out, std::size_t n) {
     u32s(w, 2 * m);
     u01_from_words(w, m, out + i);
   }
-}
-
-void Stream::refill_normals() {
-  uint32_t w[2 * kNormalChunk];
-  u32s(w, 2 * kNormalChunk);
-  normal_chunks(w, 1, nbuf_);
-  nhave_ = kNormalChunk;
 }
 
 void Stream::normals(double* out, std::size_t n) {

@@ -9,13 +9,14 @@
 #include <cstddef>
 #include <cstdint>
 
-// philox_block and u01_open also run on the GPU (lib/cuda/philox.cu), so a
-// device kernel draws the CPU's streams from the same code.
+// philox_block, u01_open and the scalar draws of Stream (next_u32, uniform,
+// below, normal) also run on the GPU (lib/cuda/philox.cu, lib/cuda/walks.cu),
+// so a device kernel draws the CPU's streams from the same code.
+#include <cmath>
+
+#include "cuda/host_device.h"
 #ifdef __CUDACC__
-#define ROUTELAB_HOST_DEVICE __host__ __device__
 #define R123_CUDA_DEVICE __host__ __device__
-#else
-#define ROUTELAB_HOST_DEVICE
 #endif
 #include <Random123/philox.h>
 
@@ -43,6 +44,33 @@ void philox_blocks(uint64_t seed, uint64_t stream, uint64_t block0, std::size_t 
 // Every normal is computed by the same fixed-width code, so a value does not
 // depend on where in a batch it falls (the scalar normal() relies on this).
 constexpr int kNormalChunk = 16;
+// One Box-Muller pair from its four words w[0..4), the formula above; `log`
+// is the natural logarithm (libmvec's vector log in normal_chunks, CUDA's on
+// the device), the only part whose last bits may differ between the two.
+template <class Log>
+ROUTELAB_HOST_DEVICE inline void box_muller_pair(const uint32_t* w, Log log, double& c, double& s) {
+  const uint64_t b1 = uint64_t(w[0]) | (uint64_t(w[1]) << 32);
+  const uint64_t b2 = uint64_t(w[2]) | (uint64_t(w[3]) << 32);
+  const double u1 = (double(b1 >> 11) + 0.5) * 0x1.0p-53;  // (0, 1), as uniform()
+  const double r = sqrt(-2.0 * log(u1));
+  const uint64_t m = b2 >> 11;                               // 53 bits, as uniform()
+  const uint64_t q = m >> 51;                                // quarter turn 0..3
+  const double y = (double(m & ((uint64_t(1) << 51) - 1)) + 0.5 - 0x1.0p50) * 0x1.0p-53;  // exact
+  const double x = 2.0 * M_PI * y;
+  const double x2 = x * x;
+  const double sx = x * (1.0 + x2 * (-1.0 / 6 + x2 * (1.0 / 120 + x2 * (-1.0 / 5040 + x2 * (1.0 / 362880 +
+                    x2 * (-1.0 / 39916800 + x2 * (1.0 / 6227020800.0 + x2 * (-1.0 / 1307674368000.0 +
+                    x2 * (1.0 / 355687428096000.0)))))))));
+  const double cx = 1.0 + x2 * (-0.5 + x2 * (1.0 / 24 + x2 * (-1.0 / 720 + x2 * (1.0 / 40320 +
+                    x2 * (-1.0 / 3628800 + x2 * (1.0 / 479001600.0 + x2 * (-1.0 / 87178291200.0 +
+                    x2 * (1.0 / 20922789888000.0))))))));
+  // Rotate (cos x, sin x) by q quarter turns.
+  const double cq = (q & 1) ? -sx : cx;
+  const double sq = (q & 1) ? cx : sx;
+  const double sign = (q & 2) ? -r : r;
+  c = sign * cq;
+  s = sign * sq;
+}
 void normal_chunks(const uint32_t* w, std::size_t nchunks, double* out);
 // out[i] = u01_open(w[2 i] | w[2 i + 1] << 32), i < n.
 void u01_from_words(const uint32_t* w, std::size_t n, double* out);
@@ -53,23 +81,47 @@ ROUTELAB_HOST_DEVICE inline double u01_open(uint64_t bits) {
   return (double(bits >> 11) + 0.5) * 0x1.0p-53;
 }
 
+// The scalar members (everything but the batch fills u32s, uniforms, normals)
+// are host-device: a GPU thread holding a Stream draws the same words, in the
+// same order, as the CPU does on the same (seed, stream).
 class Stream {
  public:
-  Stream(uint64_t seed, uint64_t stream, uint64_t block = 0) : seed_(seed), stream_(stream), block_(block) {}
+  ROUTELAB_HOST_DEVICE Stream(uint64_t seed, uint64_t stream, uint64_t block = 0)
+      : seed_(seed), stream_(stream), block_(block) {}
 
-  uint32_t next_u32() {
+  ROUTELAB_HOST_DEVICE uint32_t next_u32() {
     if (have_ == 0) refill();
     return words_[4 - have_--];
   }
-  uint64_t next_u64() {
+  ROUTELAB_HOST_DEVICE uint64_t next_u64() {
     uint64_t lo = next_u32();
     return lo | (uint64_t(next_u32()) << 32);
   }
-  double uniform() { return u01_open(next_u64()); }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+  ROUTELAB_HOST_DEVICE double uniform() { return u01_open(next_u64()); }
+  ROUTELAB_HOST_DEVICE double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
   // Uniform integer in [0, n), n >= 1, by Lemire's multiply-shift with rejection
   // so every value is exactly equally likely.
-  uint64_t below(uint64_t n);
+  ROUTELAB_HOST_DEVICE uint64_t below(uint64_t n) {
+    // Lemire (2019), 32-bit version when n fits, which every caller here does.
+    if (n <= 0xffffffffull) {
+      const uint32_t n32 = uint32_t(n);
+      uint64_t m = uint64_t(next_u32()) * n32;
+      uint32_t low = uint32_t(m);
+      if (low < n32) {
+        const uint32_t threshold = uint32_t(-n32) % n32;
+        while (low < threshold) {
+          m = uint64_t(next_u32()) * n32;
+          low = uint32_t(m);
+        }
+      }
+      return m >> 32;
+    }
+    // Large n: rejection on 64-bit words.
+    const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t x;
+    do x = next_u64(); while (x >= limit);
+    return x % n;
+  }
   // Fill out[0..n) with the next n words: the same as n calls of next_u32().
   void u32s(uint32_t* out, std::size_t n);
   // Fill out[0..n) with the same values as n calls of uniform().
@@ -78,25 +130,38 @@ class Stream {
   // 2 * kNormalChunk words (see normal_chunks) and served from a small buffer,
   // so normal() and normals() give the same sequence and consume the same
   // words, however the calls are split.
-  double normal() {
+  ROUTELAB_HOST_DEVICE double normal() {
     if (nhave_ == 0) refill_normals();
     return nbuf_[kNormalChunk - nhave_--];
   }
   // Fill out[0..n) with the same values as n calls of normal().
   void normals(double* out, std::size_t n);
 
-  uint64_t seed() const { return seed_; }
-  uint64_t stream() const { return stream_; }
-  uint64_t blocks_used() const { return block_; }
+  ROUTELAB_HOST_DEVICE uint64_t seed() const { return seed_; }
+  ROUTELAB_HOST_DEVICE uint64_t stream() const { return stream_; }
+  ROUTELAB_HOST_DEVICE uint64_t blocks_used() const { return block_; }
 
  private:
-  void refill() {
+  ROUTELAB_HOST_DEVICE void refill() {
     auto r = philox_block(seed_, stream_, block_++);
     for (int i = 0; i < 4; ++i) words_[i] = r.v[i];
     have_ = 4;
   }
 
-  void refill_normals();
+  // The next 2 kNormalChunk words make the next kNormalChunk normals: on the
+  // host through the batch kernels, on the device one pair at a time.
+  ROUTELAB_HOST_DEVICE void refill_normals() {
+    uint32_t w[2 * kNormalChunk];
+#ifdef __CUDA_ARCH__
+    for (int i = 0; i < 2 * kNormalChunk; ++i) w[i] = next_u32();
+    for (int p = 0; p < kNormalChunk / 2; ++p)
+      box_muller_pair(w + 4 * p, [](double u) { return ::log(u); }, nbuf_[2 * p], nbuf_[2 * p + 1]);
+#else
+    u32s(w, 2 * kNormalChunk);
+    normal_chunks(w, 1, nbuf_);
+#endif
+    nhave_ = kNormalChunk;
+  }
 
   uint64_t seed_, stream_, block_;
   uint32_t words_[4] = {0, 0, 0, 0};

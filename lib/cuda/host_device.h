@@ -1,0 +1,10 @@
+// ROUTELAB_HOST_DEVICE marks a function that nvcc compiles for the host and
+// the device alike (lib/cuda/*.cu), and a plain C++ compiler for the host:
+// one source for the CPU code and the GPU kernels that must agree with it.
+#pragma once
+
+#ifdef __CUDACC__
+#define ROUTELAB_HOST_DEVICE __host__ __device__
+#else
+#define ROUTELAB_HOST_DEVICE
+#endif

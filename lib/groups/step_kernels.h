@@ -1,0 +1,323 @@
+// The step laws' draw and apply, written once for the CPU and the GPU.
+//
+// The StepLaw classes (so2.h, givens.h, householder.h, axis3.h) call these
+// functions on plain arrays; lib/cuda/walks.cu calls the same functions from a
+// GPU thread, on vectors laid out with a stride (one walk per thread, walks
+// interleaved so a warp's loads coalesce). Both draw from rng/stream.h's
+// Stream, so a device walk consumes exactly the words, in the same order, as
+// the CPU walk on the same (seed, stream): the steps agree up to the last bits
+// of a library log, sin or cos and the order of a sum.
+//
+// A "vector" V below is anything indexable as v[i] -> double&: a double*, or
+// Strided on the device.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "rng/stream.h"
+
+namespace routelab {
+
+// v[i] is p[i * stride]: element i of one walk whose vectors are interleaved
+// with those of the other walks of a batch.
+struct Strided {
+  double* p;
+  int64_t stride;
+  ROUTELAB_HOST_DEVICE double& operator[](int64_t i) const { return p[i * stride]; }
+};
+
+// The vector starting at element i of v.
+ROUTELAB_HOST_DEVICE inline double* offset(double* v, int i) { return v + i; }
+ROUTELAB_HOST_DEVICE inline const double* offset(const double* v, int i) { return v + i; }
+ROUTELAB_HOST_DEVICE inline Strided offset(Strided v, int i) { return {v.p + i * v.stride, v.stride}; }
+
+// Walks renormalise (vectors) or reorthonormalise (matrices) every this many
+// steps (groups/walk.h).
+constexpr int kReorthonormalizeEvery = 256;
+// A matrix walk is reorthonormalised when ||P^T P - I||_max exceeds this.
+constexpr double kDriftTolerance = 1e-12;
+
+// n normals into v: Stream::normals on the host for a plain array (batched),
+// n calls of normal() otherwise; the same values and words either way.
+template <class V>
+ROUTELAB_HOST_DEVICE inline void draw_normals(Stream& s, V v, int n) {
+#ifndef __CUDA_ARCH__
+  if constexpr (std::is_same_v<V, double*>) {
+    s.normals(v, std::size_t(n));
+    return;
+  }
+#endif
+  for (int i = 0; i < n; ++i) v[i] = s.normal();
+}
+
+// Reduce x to about [-pi, pi] as x - k 2pi, k = round(x / 2pi), with 2pi
+// split into two doubles (hi + lo carries about 106 bits of it) and each part
+// subtracted by a fused multiply-add, whose single rounding makes x - k hi
+// exact to half an ulp of pi. The result is within a few ulps of pi of the
+// true remainder for |x| up to about 2^40 (past that, wrap_angle).
+ROUTELAB_HOST_DEVICE inline double wrap_phase(double x) {
+  constexpr double inv_two_pi = 0.15915494309189535;
+  constexpr double two_pi_hi = 6.283185307179586;        // 2pi rounded to double
+  constexpr double two_pi_lo = 2.4492935982947064e-16;   // 2pi - two_pi_hi
+  const double k = ::nearbyint(x * inv_two_pi);
+  return ::fma(-k, two_pi_lo, ::fma(-k, two_pi_hi, x));
+}
+
+// ---------------------------------------------------------------------------
+// SO(2) blocks (Example 1): step[b] = omega + U[-a_b, a_b], b < B.
+
+template <class V>
+ROUTELAB_HOST_DEVICE inline void so2_draw(Stream& s, int B, const double* a, double omega, V step) {
+  for (int b = 0; b < B; ++b) step[b] = omega + s.uniform(-a[b], a[b]);
+}
+
+template <class S, class V>
+ROUTELAB_HOST_DEVICE inline void so2_apply(int B, S step, V x) {
+  for (int b = 0; b < B; ++b) {
+    const double c = ::cos(step[b]), s = ::sin(step[b]);
+    const double x0 = x[2 * b], x1 = x[2 * b + 1];
+    x[2 * b] = c * x0 - s * x1;
+    x[2 * b + 1] = s * x0 + c * x1;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Givens (Example 3): step = (p, q, angle), the plane uniform over the C(d,2)
+// pairs p < q in row order, the angle U[-a, a].
+
+template <class V>
+ROUTELAB_HOST_DEVICE inline void givens_draw(Stream& s, int d, double a, V step) {
+  uint64_t k = s.below(uint64_t(d) * (d - 1) / 2);
+  int p = 0;
+  while (k >= uint64_t(d - 1 - p)) {
+    k -= d - 1 - p;
+    ++p;
+  }
+  step[0] = p;
+  step[1] = p + 1 + double(k);
+  step[2] = s.uniform(-a, a);
+}
+
+template <class S, class V>
+ROUTELAB_HOST_DEVICE inline void givens_apply(S step, V x) {
+  const int p = int(step[0]), q = int(step[1]);
+  const double c = ::cos(step[2]), s = ::sin(step[2]);
+  const double xp = x[p], xq = x[q];
+  x[p] = c * xp - s * xq;
+  x[q] = s * xp + c * xq;
+}
+
+// ---------------------------------------------------------------------------
+// Householder (Example 2, Remark 3): H = I - 2 v v^T, the normal v uniform on
+// the sphere, a coordinate vector +-e_i, or an angular Gaussian g/|g|,
+// g ~ N(0, diag(sigma^2)).
+
+enum class NormalLaw { sphere, coordinate, gaussian };
+
+template <class V>
+ROUTELAB_HOST_DEVICE inline void householder_normal_draw(Stream& s, NormalLaw law, const double* sigma, V v, int d) {
+  if (law == NormalLaw::coordinate) {
+    for (int i = 0; i < d; ++i) v[i] = 0.0;
+    // The sign of +-e_i does not change H; draw it anyway so the normal's
+    // law is the one Remark 3 states.
+    const uint64_t k = s.below(2 * uint64_t(d));
+    v[int(k >> 1)] = (k & 1) ? -1.0 : 1.0;
+    return;
+  }
+  draw_normals(s, v, d);
+  if (law == NormalLaw::gaussian)
+    for (int i = 0; i < d; ++i) v[i] *= sigma[i];
+  double norm2 = 0;
+#ifndef __CUDACC__
+#pragma omp simd reduction(+ : norm2)
+#endif
+  for (int i = 0; i < d; ++i) norm2 += v[i] * v[i];
+  const double inv = 1.0 / ::sqrt(norm2);
+  for (int i = 0; i < d; ++i) v[i] *= inv;
+}
+
+// x <- (I - 2 v v^T) x
+template <class S, class V>
+ROUTELAB_HOST_DEVICE inline void householder_step(S v, V x, int d) {
+  // `omp simd reduction` lets the sum vectorize (a fixed, build-dependent
+  // order) without fast-math.
+  double dot = 0;
+#ifndef __CUDACC__
+#pragma omp simd reduction(+ : dot)
+#endif
+  for (int i = 0; i < d; ++i) dot += v[i] * x[i];
+  const double c = 2.0 * dot;
+  for (int i = 0; i < d; ++i) x[i] -= c * v[i];
+}
+
+// ---------------------------------------------------------------------------
+// 3D axis rotations (Example 4): d = 3B, block b rotated by theta about the
+// unit axis step[3b .. 3b + 3), uniform on S^2.
+
+template <class V>
+ROUTELAB_HOST_DEVICE inline void axis3_draw(Stream& s, int d, V step) {
+  for (int b = 0; b < d / 3; ++b) {
+    double n[3];
+    draw_normals(s, n + 0, 3);
+    const double inv = 1.0 / ::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    for (int i = 0; i < 3; ++i) step[3 * b + i] = n[i] * inv;
+  }
+}
+
+template <class S, class V>
+ROUTELAB_HOST_DEVICE inline void axis3_apply(int d, double theta, S step, V x);
+
+// x <- R(n, theta) x for one 3-vector, Rodrigues' formula.
+template <class S, class V>
+ROUTELAB_HOST_DEVICE inline void rodrigues_rotate(S n, double c, double s, V x) {
+  const double dot = n[0] * x[0] + n[1] * x[1] + n[2] * x[2];
+  const double cx = n[1] * x[2] - n[2] * x[1];
+  const double cy = n[2] * x[0] - n[0] * x[2];
+  const double cz = n[0] * x[1] - n[1] * x[0];
+  const double k = (1.0 - c) * dot;
+  x[0] = c * x[0] + k * n[0] + s * cx;
+  x[1] = c * x[1] + k * n[1] + s * cy;
+  x[2] = c * x[2] + k * n[2] + s * cz;
+}
+
+template <class S, class V>
+ROUTELAB_HOST_DEVICE inline void axis3_apply(int d, double theta, S step, V x) {
+  const double c = ::cos(theta), s = ::sin(theta);
+  for (int b = 0; b < d / 3; ++b) rodrigues_rotate(offset(step, 3 * b), c, s, offset(x, 3 * b));
+}
+
+// ---------------------------------------------------------------------------
+// Matrices: d x d, column-major, entry (i, j) at m[j d + i].
+
+// det A > 0, by Gaussian elimination with partial pivoting on a copy in work
+// (d^2): the sign of Eigen's PartialPivLU determinant.
+template <class M, class W>
+ROUTELAB_HOST_DEVICE inline bool determinant_positive(M A0, W A, int d) {
+  const int64_t dd = int64_t(d) * d;
+  for (int64_t e = 0; e < dd; ++e) A[e] = A0[e];
+  bool negative = false;
+  for (int k = 0; k < d; ++k) {
+    int piv = k;
+    for (int i = k + 1; i < d; ++i)
+      if (::fabs(A[int64_t(k) * d + i]) > ::fabs(A[int64_t(k) * d + piv])) piv = i;
+    const double pivot = A[int64_t(k) * d + piv];
+    if (pivot == 0) return false;
+    if (piv != k) {
+      for (int j = k; j < d; ++j) {
+        const double t = A[int64_t(j) * d + k];
+        A[int64_t(j) * d + k] = A[int64_t(j) * d + piv];
+        A[int64_t(j) * d + piv] = t;
+      }
+      negative = !negative;
+    }
+    if (pivot < 0) negative = !negative;
+    for (int i = k + 1; i < d; ++i) {
+      const double f = A[int64_t(k) * d + i] / pivot;
+      for (int j = k + 1; j < d; ++j) A[int64_t(j) * d + i] -= f * A[int64_t(j) * d + k];
+    }
+  }
+  return !negative;
+}
+
+// Haar on O(d) or SO(d) (sampler S1, Mezzadri 2007), as groups/haar.h's
+// haar_sample computes it (there with Eigen): Q = d^2 normals, column-major;
+// Gram-Schmidt on its columns with each projection done twice (CGS2); on
+// SO(d), column 0 negated when det Q < 0. `work` holds d^2 + d doubles.
+// Used by the GPU (the CPU keeps haar_sample's vectorised Eigen form); the
+// same words in the same order, so the same matrix up to rounding.
+template <class V>
+ROUTELAB_HOST_DEVICE inline void haar_draw(Stream& s, int d, bool special, V Q, V work) {
+  const int64_t dd = int64_t(d) * d;
+  for (int64_t e = 0; e < dd; ++e) Q[e] = s.normal();
+  V r = offset(work, int(dd));
+  for (int j = 0; j < d; ++j) {
+    V v = offset(Q, j * d);
+    for (int pass = 0; pass < 2 && j > 0; ++pass) {
+      for (int k = 0; k < j; ++k) {
+        double dot = 0;
+        for (int i = 0; i < d; ++i) dot += Q[int64_t(k) * d + i] * v[i];
+        r[k] = dot;
+      }
+      for (int i = 0; i < d; ++i) {
+        double sub = 0;
+        for (int k = 0; k < j; ++k) sub += Q[int64_t(k) * d + i] * r[k];
+        v[i] -= sub;
+      }
+    }
+    double n2 = 0;
+    for (int i = 0; i < d; ++i) n2 += v[i] * v[i];
+    const double norm = ::sqrt(n2);
+    for (int i = 0; i < d; ++i) v[i] /= norm;
+  }
+  if (special && !determinant_positive(Q, work, d))
+    for (int i = 0; i < d; ++i) Q[i] = -Q[i];
+}
+
+// x <- Q x, through tmp (d).
+template <class S, class V>
+ROUTELAB_HOST_DEVICE inline void matrix_apply(int d, S Q, S tmp, V x) {
+  for (int i = 0; i < d; ++i) {
+    double sum = 0;
+    for (int j = 0; j < d; ++j) sum += Q[int64_t(j) * d + i] * x[j];
+    tmp[i] = sum;
+  }
+  for (int i = 0; i < d; ++i) x[i] = tmp[i];
+}
+
+// ---------------------------------------------------------------------------
+// A step law as a kernel sees it: its family and parameters, no virtual calls.
+// StepLaw::kernel() gives it for the families above; the pointers point into
+// the law's own arrays (host memory; the GPU side copies them).
+
+enum class KernelFamily { so2, givens, householder, axis3, haar };
+
+struct StepKernel {
+  KernelFamily family = KernelFamily::so2;
+  int d = 0;
+  double a = 0;      // givens: half-width
+  double omega = 0;  // so2: drift
+  double theta = 0;  // axis3: rotation angle
+  bool special = false;  // haar: SO(d) rather than O(d)
+  NormalLaw normals = NormalLaw::sphere;  // householder
+  const double* widths = nullptr;  // so2: the B half-widths a_b
+  const double* sigma = nullptr;   // householder, gaussian normals: d standard deviations
+  // Doubles of one drawn step with its workspace (haar: the matrix, then
+  // d^2 + d for the draw, whose last d the apply reuses).
+  int step_size() const {
+    switch (family) {
+      case KernelFamily::so2: return d / 2;
+      case KernelFamily::givens: return 3;
+      case KernelFamily::householder:
+      case KernelFamily::axis3: return d;
+      case KernelFamily::haar: return 2 * d * d + d;
+    }
+    return d;
+  }
+};
+
+// The law's draw and its apply on one vector, as its StepLaw class does them.
+template <class V>
+ROUTELAB_HOST_DEVICE inline void kernel_draw(const StepKernel& k, Stream& s, V step) {
+  switch (k.family) {
+    case KernelFamily::so2: so2_draw(s, k.d / 2, k.widths, k.omega, step); break;
+    case KernelFamily::givens: givens_draw(s, k.d, k.a, step); break;
+    case KernelFamily::householder: householder_normal_draw(s, k.normals, k.sigma, step, k.d); break;
+    case KernelFamily::axis3: axis3_draw(s, k.d, step); break;
+    case KernelFamily::haar: haar_draw(s, k.d, k.special, step, offset(step, k.d * k.d)); break;
+  }
+}
+
+template <class S, class V>
+ROUTELAB_HOST_DEVICE inline void kernel_apply(const StepKernel& k, S step, V x) {
+  switch (k.family) {
+    case KernelFamily::so2: so2_apply(k.d / 2, step, x); break;
+    case KernelFamily::givens: givens_apply(step, x); break;
+    case KernelFamily::householder: householder_step(step, x, k.d); break;
+    case KernelFamily::axis3: axis3_apply(k.d, k.theta, step, x); break;
+    case KernelFamily::haar: matrix_apply(k.d, step, offset(step, 2 * k.d * k.d), x); break;
+  }
+}
+
+}  // namespace routelab
