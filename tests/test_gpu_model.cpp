@@ -22,8 +22,6 @@
 //         fp32 drift through the updates; the loss is ~5.5 at the start)
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_helpers.h"
 #include "cuda/adamw.h"
 #include "cuda/backend.h"
 #include "cuda/model.h"
@@ -47,7 +46,6 @@ namespace {
 
 using namespace routelab;
 using namespace routelab::testing;
-namespace fs = std::filesystem;
 
 constexpr double kLossFp32 = 1e-5, kGradFp32 = 5e-4, kLossTf32 = 2e-3, kGradTf32 = 5e-2;
 constexpr double kCosSin = 1.2e-7, kAdam = 1e-6, kNorm = 1e-12, kCurve = 2e-3;
@@ -284,21 +282,6 @@ TEST_F(GpuModelChecks, the_backends_take_the_same_training_step) {
   EXPECT_LT(rms_relative_error(gpu->optimizer().v, cpu.optimizer().v), kGradFp32);
 }
 
-// A fresh folder for one test, removed afterwards.
-struct ScratchDir {
-  fs::path path;
-  ScratchDir() {
-    const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = t->name();  // "test/param" for parameterised tests
-    for (char& c : name)
-      if (c == '/') c = '_';
-    path = fs::temp_directory_path() / ("routelab_gpu_" + std::to_string(::getpid()) + "_" + name);
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~ScratchDir() { fs::remove_all(path); }
-};
-
 // train.csv's loss column.
 std::vector<double> logged_losses(const fs::path& run) {
   std::ifstream f(run / "train.csv");
@@ -322,7 +305,7 @@ class GpuTraining : public GpuTest, public ::testing::WithParamInterface<std::st
 // bits per byte on the CPU and on the GPU.
 TEST_P(GpuTraining, a_short_run_follows_the_cpus_loss_curve) {
   SCOPED_TRACE(GetParam());
-  ScratchDir tmp;
+  TempDir tmp;
   nn::RunConfig c;
   c.model.d_model = 16;
   c.model.heads = 2;
@@ -335,7 +318,7 @@ TEST_P(GpuTraining, a_short_run_follows_the_cpus_loss_curve) {
   c.train.steps = 30;
   c.train.log_every = 1;
   c.train.checkpoint_every = 30;
-  c.corpus = std::string(ROUTELAB_SOURCE_DIR) + "/tests/data/brown-slice";
+  c.corpus = kSlice;
   const fs::path cpu_run = tmp.path / "cpu", gpu_run = tmp.path / "gpu";
   nn::train_run(c, {cpu_run.string(), false, false});
   nn::train_run(c, {gpu_run.string(), false, false, cuda::cuda_backend_factory(false)});

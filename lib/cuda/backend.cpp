@@ -21,8 +21,8 @@ namespace routelab::cuda {
 
 namespace {
 
-// Rank r of an MPI run takes device r % count (one process per GPU is the
-// intended shape; more ranks than GPUs share them).
+// Rank r of an MPI run takes device r % count: one process per GPU (NCCL
+// refuses two ranks on one device; the host fallback lets them share).
 void select_device() {
   int count = 0;
   CUDA_CHECK(cudaGetDeviceCount(&count));

@@ -103,9 +103,7 @@ double Model::forward(const int* tokens, const int* targets, int B, int T, uint6
   const int64_t N = int64_t(B) * T, C = m.d_model, F = int64_t(m.mlp_ratio) * C, V = m.vocab;
   const int nb = m.head_dim() / 2;
   const nn::AttentionShape shape{B, T, m.heads, m.head_dim()};
-  for (int64_t n = 0; n < N; ++n)
-    if (tokens[n] < 0 || tokens[n] >= V || targets[n] < 0 || targets[n] >= V)
-      throw std::invalid_argument("token outside the vocabulary");
+  nn::require_in_vocabulary(tokens, targets, N, int(V));
   Arena& a = *acts_;
   a.allocate(m, B, T, !train);
   host_tokens_.assign(tokens, tokens + N);

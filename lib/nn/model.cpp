@@ -37,6 +37,12 @@ LayerParams layer_params(const std::vector<ParamTensor>& ts, int l) {
           o("hhw"),  o("hhb"),   o("hhu"),  o("hhc")};
 }
 
+void require_in_vocabulary(const int* tokens, const int* targets, int64_t n, int vocab) {
+  for (int64_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= vocab || targets[i] < 0 || targets[i] >= vocab)
+      throw std::invalid_argument("token outside the vocabulary");
+}
+
 std::vector<ParamTensor> param_layout(const ModelConfig& m) {
   const std::size_t C = m.d_model, V = m.vocab, F = std::size_t(m.mlp_ratio) * C;
   const SchemeInfo* scheme = find_scheme(m.scheme);
@@ -186,9 +192,7 @@ double Model<R>::forward(const int* tokens, const int* targets, int B, int T, ui
   const int64_t N = int64_t(B) * T, C = m.d_model, F = int64_t(m.mlp_ratio) * C, V = m.vocab;
   const int nb = m.head_dim() / 2;
   const AttentionShape shape{B, T, m.heads, m.head_dim()};
-  for (int64_t n = 0; n < N; ++n)
-    if (tokens[n] < 0 || tokens[n] >= V || targets[n] < 0 || targets[n] >= V)
-      throw std::invalid_argument("token outside the vocabulary");
+  require_in_vocabulary(tokens, targets, N, int(V));
   Arena& a = *acts_;
   a.allocate(m, B, T, !train);
   tokens_.assign(tokens, tokens + N);

@@ -33,6 +33,10 @@ struct LayerParams {
 };
 LayerParams layer_params(const std::vector<ParamTensor>& tensors, int layer);
 
+// Throws std::invalid_argument unless every token and target (n each) is in
+// [0, vocab).
+void require_in_vocabulary(const int* tokens, const int* targets, int64_t n, int vocab);
+
 // Where every activation of one forward pass over B x T positions lives in one
 // arena of R, as pointers into it. In a shared arena (evaluation) every layer
 // uses the same buffers. The pointers are only computed, never followed, so
