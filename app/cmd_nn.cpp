@@ -15,12 +15,18 @@
 #include <omp.h>
 
 #include "app/commands.h"
+#include "cuda/device.h"
+#include "nn/backend.h"
 #include "nn/config.h"
 #include "nn/experiment.h"
 #include "nn/passkey.h"
 #include "nn/probe.h"
 #include "nn/train.h"
 #include "stats/distributed.h"
+
+#ifdef ROUTELAB_WITH_CUDA
+#include "cuda/backend.h"
+#endif
 
 namespace routelab {
 
@@ -32,12 +38,40 @@ void set_threads(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
 }
 
+// --tf32 beside --device.
+void add_tf32_flag(CLI::App& app, bool& tf32) {
+  app.add_flag("--tf32", tf32, "TF32 tensor-core matmuls (--device cuda only; default fp32)");
+}
+
+// --device and --tf32, refused before anything is read or written: --tf32
+// without cuda, cuda without a CUDA build or device. Each refusal is a
+// cuda::DeviceError: one line, exit status 2.
+void require_model_device(const std::string& device, bool tf32) {
+  if (device != "cuda" && tf32)
+    throw cuda::DeviceError("--tf32: TF32 matmuls need --device cuda (the CPU computes in fp32)");
+  if (device == "cuda") cuda::require_cuda_device();
+}
+
+// The loops' backend for these models (empty: the CPU), after
+// require_model_device; refuses, before anything is written, a scheme the
+// device path lacks (Householder).
+nn::BackendFactory model_backend(const std::string& device, bool tf32, const std::vector<nn::ModelConfig>& models) {
+  if (device != "cuda") return {};
+#ifdef ROUTELAB_WITH_CUDA
+  for (const auto& m : models) cuda::require_device_model(m);
+  return cuda::cuda_backend_factory(tf32);
+#else
+  cuda::require_cuda_device();  // a build without CUDA refuses here
+  return {};
+#endif
+}
+
 }  // namespace
 
 int cmd_train(const std::vector<std::string>& args) {
   CLI::App app{"train a byte-level transformer (one scheme, one seed) from a TOML config", "routelab train"};
   std::string config, out, device = "cpu";
-  bool resume = false, quiet = false;
+  bool resume = false, quiet = false, tf32 = false;
   int threads = 0;
   app.add_option("--config", config, "TOML file: [model], [train], [data] (see experiments/)")->required();
   app.add_option("--out", out, "run directory (default runs/<config name>)");
@@ -45,12 +79,14 @@ int cmd_train(const std::vector<std::string>& args) {
   app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
   app.add_flag("--quiet", quiet, "no progress line");
   add_device_option(app, device);
+  add_tf32_flag(app, tf32);
   if (int s = parse_subcommand(app, args, "train"); s >= 0) return s;
-  require_device(device, "train");
+  require_model_device(device, tf32);
   set_threads(threads);
   const nn::RunConfig c = nn::load_run_config(config);
+  const nn::BackendFactory backend = model_backend(device, tf32, {c.model});
   if (out.empty()) out = (fs::path("runs") / fs::path(config).stem()).string();
-  const nn::TrainSummary s = nn::train_run(c, {out, resume, !quiet});
+  const nn::TrainSummary s = nn::train_run(c, {out, resume, !quiet, backend});
   if (!quiet && dist::is_root())
     fmt::print(stderr, "train: {} steps{} in {:.1f} s, final loss {:.4f}; run in {}\n", s.steps - s.start_step,
                s.start_step ? fmt::format(" (resumed at {})", s.start_step) : "", s.wall_seconds, s.final_loss, out);
@@ -60,7 +96,7 @@ int cmd_train(const std::vector<std::string>& args) {
 int cmd_eval(const std::vector<std::string>& args) {
   CLI::App app{"bits per byte of a trained run on the validation stream at each length", "routelab eval"};
   std::string run, lengths = "1x,2x,4x,8x,16x,32x,64x", out, device = "cpu";
-  bool quiet = false;
+  bool quiet = false, tf32 = false;
   int threads = 0;
   app.add_option("--run", run, "run directory written by routelab train")->required();
   app.add_option("--lengths", lengths, "window lengths: multiples of the training length (4x) or integers");
@@ -68,11 +104,14 @@ int cmd_eval(const std::vector<std::string>& args) {
   app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
   app.add_flag("--quiet", quiet, "no progress lines");
   add_device_option(app, device);
+  add_tf32_flag(app, tf32);
   if (int s = parse_subcommand(app, args, "eval"); s >= 0) return s;
-  require_device(device, "eval");
+  require_model_device(device, tf32);
   set_threads(threads);
+  nn::BackendFactory backend;
+  if (device == "cuda") backend = model_backend(device, tf32, {nn::load_run_dir_config(run).model});
   if (out.empty()) out = (fs::path(run) / "eval.csv").string();
-  const std::string rows = nn::evaluate_run(run, lengths, out, !quiet);
+  const std::string rows = nn::evaluate_run(run, lengths, out, !quiet, backend);
   std::fputs((nn::eval_csv_header() + rows).c_str(), stdout);
   return 0;
 }
@@ -137,18 +176,24 @@ int cmd_experiment(const std::vector<std::string>& args) {
   CLI::App app{"train every scheme and seed of an experiment, evaluate each, gather one CSV and a figure",
                "routelab experiment"};
   std::string config, python, device = "cpu";
-  bool quiet = false, no_plot = false;
+  bool quiet = false, no_plot = false, tf32 = false;
   int threads = 0;
   app.add_option("config", config, "experiment TOML (e.g. experiments/extrapolation-cpu.toml)")->required();
   app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
   app.add_flag("--no-plot", no_plot, "write the CSVs only");
   app.add_flag("--quiet", quiet, "no progress lines");
   add_device_option(app, device);
+  add_tf32_flag(app, tf32);
   if (int s = parse_subcommand(app, args, "experiment"); s >= 0) return s;
-  require_device(device, "experiment");
+  require_model_device(device, tf32);
   set_threads(threads);
   const nn::ExperimentConfig e = nn::load_experiment_config(config);
-  nn::run_experiment(e, !quiet);
+  std::vector<nn::ModelConfig> models;
+  for (const auto& scheme : e.schemes) {
+    models.push_back(e.base.model);
+    models.back().scheme = scheme;
+  }
+  nn::run_experiment(e, !quiet, model_backend(device, tf32, models));
   if (no_plot) return 0;
   // The figure comes from plots/, which reads the CSV and never recomputes.
   const char* py = std::getenv("PY");

@@ -15,8 +15,9 @@ namespace routelab {
 int parse_subcommand(CLI::App& app, const std::vector<std::string>& args, const char* name);
 
 // --device cpu|cuda (app/device_option.cpp). add_device_option adds it to a
-// subcommand; require_device throws cuda::DeviceError (one line, exit 2)
-// unless `what` (e.g. "train") can run there: cpu always, cuda not yet.
+// subcommand; require_device throws cuda::DeviceError (one line, exit 2) for
+// cuda: `what` (a sim without a GPU path, e.g. "sim moment-decay") runs on the
+// CPU only.
 // take_device_flag removes --device VALUE from a sim's arguments ("cpu" when
 // absent; BadInput for anything but cpu or cuda).
 void add_device_option(CLI::App& app, std::string& device);

@@ -1,8 +1,8 @@
 // --device cpu|cuda on the commands that compute: train, eval, experiment and
-// sim. `cpu` is what they always did; `cuda` needs a CUDA build and a device,
-// and until the GPU paths are wired into the model and the sims it refuses
-// with one line (exit status 2, through main's DeviceError handler) before
-// anything is read or written.
+// sim. `cpu` is what they always did; `cuda` needs a CUDA build and a device.
+// train, eval and experiment check theirs in app/cmd_nn.cpp; require_device
+// serves the sims without a GPU path, which refuse with one line (exit status
+// 2, through main's DeviceError handler) before anything is read or written.
 #include <string>
 #include <vector>
 
@@ -22,9 +22,7 @@ void add_device_option(CLI::App& app, std::string& device) {
 void require_device(const std::string& device, const std::string& what) {
   if (device != "cuda") return;
   cuda::require_cuda_device();
-  throw cuda::DeviceError("--device cuda: " + what +
-                          " has no GPU path yet (the CUDA kernels in lib/cuda/ are not wired into it); "
-                          "use --device cpu");
+  throw cuda::DeviceError("--device cuda: " + what + " has no GPU path; use --device cpu");
 }
 
 std::string take_device_flag(std::vector<std::string>& args) {

@@ -1,13 +1,16 @@
-// --device on train, eval, experiment and sim. `cpu` changes nothing; `cuda`
-// is refused where there is no GPU path (train, eval, experiment, the sims
-// other than spectral-gap, haar-mixing, score-tail and far-mass, and the
-// families not ported to the GPU) with one line on stderr, exit status 2 and
-// no output file: on a machine without a device (or a build without CUDA) the
-// line says so; with one, it says the path is not there.
+// --device on train, eval, experiment and sim, and --tf32. `cpu` changes
+// nothing; `cuda` is refused where there is no GPU path (Householder schemes,
+// the sims other than spectral-gap, haar-mixing, score-tail and far-mass, and
+// the families not ported to the GPU) with one line on stderr, exit status 2
+// and no output file: on a machine without a device (or a build without CUDA)
+// the line says so; with one, it says the path is not there. With a device,
+// train, eval and experiment run on it (tests/test_gpu_model.cpp); --tf32 is
+// refused on the CPU.
 // Runs in the CPU suite of every build.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "cli_helpers.h"
 #include "cuda/device.h"
@@ -40,12 +43,18 @@ TEST(device_cli, cuda_is_refused_in_one_line_before_any_output) {
   spit(tmp / "c.toml", kConfig);
   spit(tmp / "e.toml", "csv = \"out.csv\"\n");
   const std::string refusal = expected_refusal();
-  for (const std::string cmd : {"train --config c.toml --out run --quiet --device cuda",
-                                "eval --run run --quiet --device cuda",
-                                "experiment e.toml --no-plot --quiet --device cuda",
-                                "sim moment-decay --family so2 --d 2 --samples 100 --out sim.csv --device cuda",
-                                "sim spectral-gap --family heat --d 2 --samples 100 --out sim.csv --device cuda",
-                                "sim score-tail --family so2,fisher --d 2 --samples 100 --device=cuda --out sim.csv"}) {
+  std::vector<std::string> cmds = {
+      "sim moment-decay --family so2 --d 2 --samples 100 --out sim.csv --device cuda",
+      "sim spectral-gap --family heat --d 2 --samples 100 --out sim.csv --device cuda",
+      "sim score-tail --family so2,fisher --d 2 --samples 100 --device=cuda --out sim.csv"};
+  // With a device the model commands run; only the lack of one refuses them.
+  if (!routelab::cuda::cuda_available())
+    for (const std::string cmd : {"train --config c.toml --out run --quiet --device cuda",
+                                  "eval --run run --quiet --device cuda",
+                                  "experiment e.toml --no-plot --quiet --device cuda",
+                                  "train --config c.toml --out run --quiet --device cuda --tf32"})
+      cmds.push_back(cmd);
+  for (const std::string& cmd : cmds) {
     SCOPED_TRACE(cmd);
     const CliResult r = run_routelab(cmd, tmp.path, tmp.path);
     expect_refused(r, "--device cuda: " + refusal);
@@ -87,6 +96,31 @@ TEST(device_cli, sims_refuse_what_is_not_ported_before_any_work) {
     }
   EXPECT_EQ(refusal("moment-decay", {{"family", "so2"}, {"d", "2"}}),
             "--device cuda: sim moment-decay has no GPU path; use --device cpu");
+}
+
+TEST(device_cli, tf32_is_refused_on_the_cpu) {
+  TempDir tmp;
+  spit(tmp / "c.toml", kConfig);
+  for (const std::string cmd : {"train --config c.toml --out run --quiet --tf32",
+                                "train --config c.toml --out run --quiet --device cpu --tf32",
+                                "eval --run run --quiet --tf32", "experiment e.toml --no-plot --quiet --tf32"}) {
+    SCOPED_TRACE(cmd);
+    expect_refused(run_routelab(cmd, tmp.path, tmp.path), "--tf32: TF32 matmuls need --device cuda");
+  }
+  EXPECT_FALSE(fs::exists(tmp / "run"));
+}
+
+// Householder transport has no device path: refused before the run
+// directory exists (here for want of a device, on a GPU machine by name).
+TEST(device_cli, householder_on_cuda_is_refused_before_any_output) {
+  TempDir tmp;
+  std::string config = kConfig;
+  config.replace(config.find("\"rope\""), 6, "\"householder_qk\"");
+  spit(tmp / "c.toml", config);
+  const std::string why = routelab::cuda::cuda_unavailable_reason();
+  expect_refused(run_routelab("train --config c.toml --out run --quiet --device cuda", tmp.path, tmp.path),
+                 why.empty() ? "scheme householder_qk has no GPU path" : why);
+  EXPECT_FALSE(fs::exists(tmp / "run"));
 }
 
 TEST(device_cli, an_unknown_device_is_refused) {

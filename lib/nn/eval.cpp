@@ -10,7 +10,7 @@ namespace routelab::nn {
 
 int eval_batch(int64_t L) { return int(std::max<int64_t>(1, 8192 / L)); }
 
-EvalResult evaluate(Model<float>& model, const std::vector<uint8_t>& stream, int64_t L) {
+EvalResult evaluate(ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L) {
   EvalResult r;
   r.eval_len = L;
   r.windows = stream.size() > 0 ? int64_t(stream.size() - 1) / L : 0;
@@ -40,7 +40,12 @@ EvalResult evaluate(Model<float>& model, const std::vector<uint8_t>& stream, int
   return r;
 }
 
-void forward_windows(Model<float>& model, const std::vector<uint8_t>& stream, int64_t L, int64_t windows,
+EvalResult evaluate(Model<float>& model, const std::vector<uint8_t>& stream, int64_t L) {
+  CpuBackend backend(model);
+  return evaluate(backend, stream, L);
+}
+
+void forward_windows(ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L, int64_t windows,
                      const std::function<void(int64_t w0, int B)>& done) {
   const int batch = eval_batch(L);
   std::vector<int> tokens, targets;
@@ -53,9 +58,15 @@ void forward_windows(Model<float>& model, const std::vector<uint8_t>& stream, in
         tokens[b * L + t] = stream[(w0 + b) * L + t];
         targets[b * L + t] = stream[(w0 + b) * L + t + 1];
       }
-    model.forward(tokens.data(), targets.data(), B, int(L), kEvalPass + uint64_t(pass), false);
+    model.forward(tokens.data(), targets.data(), B, int(L), kEvalPass + uint64_t(pass), false, 0);
     done(w0, B);
   }
+}
+
+void forward_windows(Model<float>& model, const std::vector<uint8_t>& stream, int64_t L, int64_t windows,
+                     const std::function<void(int64_t w0, int B)>& done) {
+  CpuBackend backend(model);
+  forward_windows(backend, stream, L, windows, done);
 }
 
 std::vector<int64_t> parse_lengths(const std::string& text, int64_t train_len) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/backend.h"
 #include "nn/model.h"
 
 namespace routelab::nn {
@@ -36,11 +37,15 @@ int eval_batch(int64_t L);
 // every training step's.
 inline constexpr uint64_t kEvalPass = uint64_t(1) << 36;
 
+EvalResult evaluate(ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L);
+// The same on a CPU model the caller holds.
 EvalResult evaluate(Model<float>& model, const std::vector<uint8_t>& stream, int64_t L);
 
 // The model over the first `windows` windows of L bytes as evaluate() runs
 // them (eval_batch(L) per forward pass, pass ids kEvalPass + pass, so the same
 // random angles); after each pass, done(w0, B) for windows [w0, w0 + B).
+void forward_windows(ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L, int64_t windows,
+                     const std::function<void(int64_t w0, int B)>& done);
 void forward_windows(Model<float>& model, const std::vector<uint8_t>& stream, int64_t L, int64_t windows,
                      const std::function<void(int64_t w0, int B)>& done);
 

@@ -153,12 +153,19 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengt
 }
 
 std::string evaluate_run(const std::string& run_dir, const std::string& lengths_text, const std::string& eval_csv,
-                         bool progress) {
+                         bool progress, const BackendFactory& backend) {
   const auto start = std::chrono::steady_clock::now();
   TrainedRun run = load_trained_run(run_dir, lengths_text);
   const RunConfig& c = run.config;
   const data::Corpus& corpus = run.corpus;
-  Model<float>& model = *run.model;
+  std::unique_ptr<ModelBackend> device_model;
+  if (backend) {
+    device_model = backend(c.model, c.train.seed);
+    device_model->set_params(run.model->params);
+  } else {
+    device_model = std::make_unique<CpuBackend>(*run.model);
+  }
+  ModelBackend& model = *device_model;
   const std::vector<int64_t>& lengths = run.lengths;
   std::string rows, pos_rows;
   nlohmann::json per_length = nlohmann::json::array();
@@ -183,6 +190,7 @@ std::string evaluate_run(const std::string& run_dir, const std::string& lengths_
       {"command", "eval"},
       {"run", run_dir},
       {"checkpoint_step", run.step},
+      {"device", model.device()},
       {"config", to_json(c)},
       {"protocol",
        {{"stream", "validation"},
@@ -199,7 +207,7 @@ std::string evaluate_run(const std::string& run_dir, const std::string& lengths_
   return rows;
 }
 
-void run_experiment(const ExperimentConfig& e, bool progress) {
+void run_experiment(const ExperimentConfig& e, bool progress, const BackendFactory& backend) {
   const auto start = std::chrono::steady_clock::now();
   std::string rows, pos_rows, passkey_rows;
   nlohmann::json runs = nlohmann::json::array();
@@ -220,7 +228,7 @@ void run_experiment(const ExperimentConfig& e, bool progress) {
       double train_s = 0;
       if (!trained) {
         if (progress) fmt::print(stderr, "experiment: training {}\n", dir);
-        train_s = train_run(c, {dir, true, progress}).wall_seconds;
+        train_s = train_run(c, {dir, true, progress, backend}).wall_seconds;
       }
       const std::string eval_csv = (fs::path(dir) / "eval.csv").string();
       // A finished evaluation at the same lengths is kept.
@@ -230,7 +238,7 @@ void run_experiment(const ExperimentConfig& e, bool progress) {
         evaluated = !side.is_discarded() && side.value("lengths_text", "") == e.lengths;
       }
       if (!evaluated) {
-        evaluate_run(dir, e.lengths, eval_csv, progress);
+        evaluate_run(dir, e.lengths, eval_csv, progress, backend);
       }
       rows += body(slurp(eval_csv));
       pos_rows += body(slurp(positions_path(eval_csv)));

@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "data/brown.h"
+#include "nn/backend.h"
 #include "nn/config.h"
 #include "nn/model.h"
 
@@ -58,10 +59,13 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengt
 
 // Evaluates a trained run at `lengths`, writing eval_csv, its -positions CSV
 // and the sidecar. Returns the rows written (without header).
+// `backend` says where the model runs (empty: the CPU).
 std::string evaluate_run(const std::string& run_dir, const std::string& lengths, const std::string& eval_csv,
-                         bool progress);
+                         bool progress, const BackendFactory& backend = {});
 
 // Trains and evaluates every run not yet done, then writes the combined CSVs.
-void run_experiment(const ExperimentConfig& e, bool progress);
+// Training and evaluation run on `backend` (empty: the CPU); passkey retrieval
+// stays on the CPU.
+void run_experiment(const ExperimentConfig& e, bool progress, const BackendFactory& backend = {});
 
 }  // namespace routelab::nn

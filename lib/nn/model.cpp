@@ -21,17 +21,13 @@ namespace {
 const char* const kLayerTensors[] = {"ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
                                      "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw",  "fcprojb"};
 
-// Offsets of one layer's tensors in the parameter buffer.
-struct LayerParams {
-  std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb, angles, fgw, fgb,
-      hhw, hhb, hhu, hhc;
-};
-
 std::size_t find_offset(const std::vector<ParamTensor>& ts, const std::string& name) {
   for (const auto& t : ts)
     if (t.name == name) return t.offset;
   return std::size_t(-1);
 }
+
+}  // namespace
 
 LayerParams layer_params(const std::vector<ParamTensor>& ts, int l) {
   const std::string p = "layer" + std::to_string(l) + ".";
@@ -41,7 +37,11 @@ LayerParams layer_params(const std::vector<ParamTensor>& ts, int l) {
           o("hhw"),  o("hhb"),   o("hhu"),  o("hhc")};
 }
 
-}  // namespace
+void require_in_vocabulary(const int* tokens, const int* targets, int64_t n, int vocab) {
+  for (int64_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= vocab || targets[i] < 0 || targets[i] >= vocab)
+      throw std::invalid_argument("token outside the vocabulary");
+}
 
 std::vector<ParamTensor> param_layout(const ModelConfig& m) {
   const std::size_t C = m.d_model, V = m.vocab, F = std::size_t(m.mlp_ratio) * C;
@@ -75,57 +75,71 @@ std::vector<ParamTensor> param_layout(const ModelConfig& m) {
   return ts;
 }
 
-// Activations of one forward pass over B x T positions. In a shared arena
-// (evaluation) every layer uses the same buffers.
+namespace {
+
+// Walks the arena's buffers in one fixed order: count (base null) or place.
 template <class R>
-struct Model<R>::Arena {
-  struct Layer {
-    R *ln1, *ln1_mean, *ln1_rstd, *qkv, *q, *k, *v, *o, *lse, *atty, *attproj, *res2, *ln2, *ln2_mean, *ln2_rstd,
-        *fch, *fch_gelu, *fcproj, *res3, *cs, *fz, *cum, *hz, *hw, *hr, *hbeta;
+std::size_t walk_activations(ActivationLayout<R>& a, R* base, const ModelConfig& m, int B, int T, bool shared) {
+  const std::size_t N = std::size_t(B) * T, C = m.d_model, F = std::size_t(m.mlp_ratio) * C, V = m.vocab;
+  const std::size_t nb = std::size_t(m.head_dim() / 2);
+  const SchemeInfo* scheme = find_scheme(m.scheme);
+  const std::size_t hh = scheme && scheme->householder ? 1 : 0;  // other schemes keep no steps
+  a.layers.assign(m.layers, {});
+  std::size_t total = 0;
+  auto place = [&](R*& p, std::size_t n) {
+    p = base ? base + total : nullptr;
+    total += n;
   };
+  place(a.encoded, N * C), place(a.lnf, N * C), place(a.lnf_mean, N);
+  place(a.lnf_rstd, N), place(a.logits, N * V), place(a.losses, N);
+  for (int l = 0; l < m.layers; ++l) {
+    auto& L = a.layers[l];
+    if (shared && l > 0) {
+      L = a.layers[0];
+      continue;
+    }
+    place(L.ln1, N * C), place(L.ln1_mean, N), place(L.ln1_rstd, N);
+    place(L.qkv, 3 * N * C), place(L.q, N * C), place(L.k, N * C);
+    place(L.v, N * C), place(L.o, N * C), place(L.lse, N * m.heads);
+    place(L.atty, N * C), place(L.attproj, N * C), place(L.res2, N * C);
+    place(L.ln2, N * C), place(L.ln2_mean, N), place(L.ln2_rstd, N);
+    place(L.fch, N * F), place(L.fch_gelu, N * F), place(L.fcproj, N * C);
+    place(L.res3, N * C), place(L.cs, N * nb * 2);
+    place(L.fz, N * m.heads), place(L.cum, N * m.heads);
+    place(L.hz, hh * N * C), place(L.hw, hh * N * C);
+    place(L.hr, hh * N * m.heads), place(L.hbeta, hh * N * m.heads);
+  }
+  return total;
+}
+
+}  // namespace
+
+template <class R>
+std::size_t ActivationLayout<R>::size(const ModelConfig& m, int B, int T, bool shared) {
+  ActivationLayout<R> counter;
+  return walk_activations(counter, (R*)nullptr, m, B, T, shared);
+}
+
+template <class R>
+void ActivationLayout<R>::place(R* base, const ModelConfig& m, int B, int T, bool shared) {
+  walk_activations(*this, base, m, B, T, shared);
+}
+
+template struct ActivationLayout<float>;
+template struct ActivationLayout<double>;
+
+// The CPU's activations: the layout over one host vector.
+template <class R>
+struct Model<R>::Arena : ActivationLayout<R> {
   int B = 0, T = 0;
   bool shared = false;
   std::vector<R> mem;
-  R *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
-  std::vector<Layer> layers;
 
   void allocate(const ModelConfig& m, int B_, int T_, bool shared_) {
     if (B_ == B && T_ == T && shared_ == shared && !mem.empty()) return;
     B = B_, T = T_, shared = shared_;
-    const std::size_t N = std::size_t(B) * T, C = m.d_model, F = std::size_t(m.mlp_ratio) * C, V = m.vocab;
-    const std::size_t nb = std::size_t(m.head_dim() / 2);
-    const SchemeInfo* scheme = find_scheme(m.scheme);
-    const std::size_t hh = scheme && scheme->householder ? 1 : 0;  // other schemes keep no steps
-    layers.assign(m.layers, {});
-    // Two passes over the same list: count, then hand out pointers.
-    std::size_t total = 0;
-    auto place = [&](R*& p, std::size_t n, bool assign) {
-      if (assign) p = mem.data() + total;
-      total += n;
-    };
-    for (int pass = 0; pass < 2; ++pass) {
-      const bool assign = pass == 1;
-      if (assign) mem.assign(total, R(0)), total = 0;
-      place(encoded, N * C, assign), place(lnf, N * C, assign), place(lnf_mean, N, assign);
-      place(lnf_rstd, N, assign), place(logits, N * V, assign), place(losses, N, assign);
-      for (int l = 0; l < m.layers; ++l) {
-        Layer& L = layers[l];
-        if (shared && l > 0) {
-          if (assign) L = layers[0];
-          continue;
-        }
-        place(L.ln1, N * C, assign), place(L.ln1_mean, N, assign), place(L.ln1_rstd, N, assign);
-        place(L.qkv, 3 * N * C, assign), place(L.q, N * C, assign), place(L.k, N * C, assign);
-        place(L.v, N * C, assign), place(L.o, N * C, assign), place(L.lse, N * m.heads, assign);
-        place(L.atty, N * C, assign), place(L.attproj, N * C, assign), place(L.res2, N * C, assign);
-        place(L.ln2, N * C, assign), place(L.ln2_mean, N, assign), place(L.ln2_rstd, N, assign);
-        place(L.fch, N * F, assign), place(L.fch_gelu, N * F, assign), place(L.fcproj, N * C, assign);
-        place(L.res3, N * C, assign), place(L.cs, N * nb * 2, assign);
-        place(L.fz, N * m.heads, assign), place(L.cum, N * m.heads, assign);
-        place(L.hz, hh * N * C, assign), place(L.hw, hh * N * C, assign);
-        place(L.hr, hh * N * m.heads, assign), place(L.hbeta, hh * N * m.heads, assign);
-      }
-    }
+    mem.assign(ActivationLayout<R>::size(m, B, T, shared), R(0));
+    this->place(mem.data(), m, B, T, shared);
   }
 };
 
@@ -178,9 +192,7 @@ double Model<R>::forward(const int* tokens, const int* targets, int B, int T, ui
   const int64_t N = int64_t(B) * T, C = m.d_model, F = int64_t(m.mlp_ratio) * C, V = m.vocab;
   const int nb = m.head_dim() / 2;
   const AttentionShape shape{B, T, m.heads, m.head_dim()};
-  for (int64_t n = 0; n < N; ++n)
-    if (tokens[n] < 0 || tokens[n] >= V || targets[n] < 0 || targets[n] >= V)
-      throw std::invalid_argument("token outside the vocabulary");
+  require_in_vocabulary(tokens, targets, N, int(V));
   Arena& a = *acts_;
   a.allocate(m, B, T, !train);
   tokens_.assign(tokens, tokens + N);

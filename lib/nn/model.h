@@ -25,6 +25,36 @@ struct ParamTensor {
 
 std::vector<ParamTensor> param_layout(const ModelConfig& m);
 
+// Offsets of one layer's tensors in the parameter buffer; size_t(-1) for a
+// tensor the scheme does not have (angles, fg*, hh*).
+struct LayerParams {
+  std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb, angles, fgw, fgb,
+      hhw, hhb, hhu, hhc;
+};
+LayerParams layer_params(const std::vector<ParamTensor>& tensors, int layer);
+
+// Throws std::invalid_argument unless every token and target (n each) is in
+// [0, vocab).
+void require_in_vocabulary(const int* tokens, const int* targets, int64_t n, int vocab);
+
+// Where every activation of one forward pass over B x T positions lives in one
+// arena of R, as pointers into it. In a shared arena (evaluation) every layer
+// uses the same buffers. The pointers are only computed, never followed, so
+// the CUDA model (cuda/model.h) lays out its device arena with the same code.
+template <class R>
+struct ActivationLayout {
+  struct Layer {
+    R *ln1, *ln1_mean, *ln1_rstd, *qkv, *q, *k, *v, *o, *lse, *atty, *attproj, *res2, *ln2, *ln2_mean, *ln2_rstd,
+        *fch, *fch_gelu, *fcproj, *res3, *cs, *fz, *cum, *hz, *hw, *hr, *hbeta;
+  };
+  R *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
+  std::vector<Layer> layers;
+  // The floats an arena for (m, B, T, shared) needs.
+  static std::size_t size(const ModelConfig& m, int B, int T, bool shared);
+  // Points every buffer into the arena starting at `base` (size() floats).
+  void place(R* base, const ModelConfig& m, int B, int T, bool shared);
+};
+
 template <class R>
 class Model {
  public:

@@ -13,6 +13,7 @@
 #include "data/brown.h"
 #include "io/table.h"
 #include "nn/adamw.h"
+#include "nn/backend.h"
 #include "nn/checkpoint.h"
 #include "nn/model.h"
 #include "nn/streams.h"
@@ -113,20 +114,22 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
     throw data::CorpusError(fmt::format("corpus {}: the training stream ({} bytes) is shorter than one window of {}",
                                         c.corpus, corpus.train.size(), T + 1));
 
+  // The model and its optimiser, on the CPU or the device the caller chose
+  // (built before anything is written: a device that refuses leaves no trace).
+  const BackendFactory make_model = opt.backend ? opt.backend : cpu_backend_factory();
+  const std::unique_ptr<ModelBackend> model = make_model(c.model, c.train.seed);
   // Every rank has read the run directory before the root writes to it.
   dist::barrier();
   if (root) {
     fs::create_directories(dir);
     write_file_atomic(config_path(dir), to_toml(c));
   }
-  Model<float> model(c.model, c.train.seed);
-  AdamW adam(model.params.size());
   TrainSummary summary;
   std::string log_rows;
   double elapsed_before = 0;
   if (have_checkpoint) {
-    model.params = ck.params;
-    adam = ck.opt;
+    model->set_params(ck.params);
+    model->set_optimizer(ck.opt);
     summary.start_step = ck.step;
     log_rows = log_rows_up_to(train_log_path(dir), ck.step);
     const auto last = log_rows.rfind(',', log_rows.size() - 2);
@@ -140,14 +143,14 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
   for (int step = summary.start_step; step < c.train.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     training_batch(corpus.train, T, first_b, local_B, c.train.seed, step, tokens.data(), targets.data());
-    last_loss = model.forward(tokens.data(), targets.data(), local_B, T, uint64_t(step), true, first_b);
-    model.backward();
-    dist::mean_over_ranks(model.grads);
+    last_loss = model->forward(tokens.data(), targets.data(), local_B, T, uint64_t(step), true, first_b);
+    model->backward();
+    model->mean_grads_over_ranks();
     last_loss = dist::mean_over_ranks(last_loss);
-    const double norm = global_norm(model.grads);
+    const double norm = model->grad_norm();
     const double scale = (c.train.grad_clip > 0 && norm > c.train.grad_clip) ? c.train.grad_clip / norm : 1.0;
     const double lr = learning_rate(c.train, step);
-    adam.update(model.params, model.grads, model.tensors(), c.train, lr, scale, step + 1);
+    model->adamw_update(c.train, lr, scale, step + 1);
     const auto t1 = std::chrono::steady_clock::now();
     const double step_s = std::chrono::duration<double>(t1 - t0).count();
     const double run_s = std::chrono::duration<double>(t1 - loop_start).count();
@@ -166,7 +169,7 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
     if (root && (done % c.train.checkpoint_every == 0 || done == c.train.steps)) {
       // The log first: rows past the checkpoint are dropped on resume.
       write_file_atomic(train_log_path(dir), kLogHeader + log_rows);
-      save_checkpoint(checkpoint_path(dir), c, done, model.params, adam);
+      save_checkpoint(checkpoint_path(dir), c, done, model->params(), model->optimizer());
     }
   }
   summary.steps = c.train.steps;

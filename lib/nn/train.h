@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/backend.h"
 #include "nn/config.h"
 
 namespace routelab::nn {
@@ -25,6 +26,8 @@ struct TrainOptions {
   std::string run_dir;
   bool resume = false;
   bool progress = true;  // a progress line on stderr
+  // Where the model trains (nn/backend.h); empty: the CPU.
+  BackendFactory backend = nullptr;
 };
 
 struct TrainSummary {

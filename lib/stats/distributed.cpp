@@ -105,6 +105,10 @@ void barrier() {
   if (size() > 1) MPI_Barrier(MPI_COMM_WORLD);
 }
 
+void broadcast_bytes(void* data, std::size_t n) {
+  if (size() > 1) MPI_Bcast(data, int(n), MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+
 #else
 
 int rank() { return 0; }
@@ -118,6 +122,7 @@ void allgather_chunks(const std::vector<double>& mine, const std::vector<long lo
 void mean_over_ranks(std::vector<float>&) {}
 double mean_over_ranks(double value) { return value; }
 void barrier() {}
+void broadcast_bytes(void*, std::size_t) {}
 
 #endif
 

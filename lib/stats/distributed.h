@@ -8,6 +8,7 @@
 // exchanges do nothing.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 namespace routelab::dist {
@@ -30,6 +31,8 @@ void mean_over_ranks(std::vector<float>& values);
 double mean_over_ranks(double value);
 // Every rank waits here until all have arrived.
 void barrier();
+// Rank 0's n bytes at data, copied to every rank's data (NCCL's unique id).
+void broadcast_bytes(void* data, std::size_t n);
 
 // Program start and end; no-ops in a build without MPI.
 void init(int* argc, char*** argv);
