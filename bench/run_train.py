@@ -5,6 +5,7 @@
       [--schemes rope,learned_qkv] [--warmup 3] [--threads 2]
       [--peer-coretype auto|none|NAME] [--eval-run DIR|trained] [--eval-lengths 16x,64x]
       [--out bench/out/train.csv] [--device cpu|cuda] [--tf32] [--size cpu|gpu]
+      [--python /usr/bin/python3]
 
 --device cuda (issue 6): both sides train on the GPU, routelab with
 `train --device cuda` and the peer with torch on CUDA (fused
@@ -304,7 +305,9 @@ def main():
     ap.add_argument("--tf32", action="store_true", help="TF32 matmuls on both sides (cuda only)")
     ap.add_argument("--size", choices=["cpu", "gpu"], help="model size (default: gpu with --device cuda)")
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--python", default=PY, help="the Python with torch for the peer (default: Debian's)")
     a = ap.parse_args()
+    globals()["PY"] = a.python
     if a.tf32 and a.device != "cuda":
         sys.exit("--tf32 needs --device cuda")
     size = dict(cpu=dict(d_model=128, heads=4, layers=4, mlp_ratio=4, context=128),

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The one prepared run for a lent GPU (issue 6): build with CUDA, run every
+# GPU test against the CPU reference, then the benchmarks: training tokens/s
+# of the GPU-scale configuration (d_model 512, 8 heads, 8 layers, context 512)
+# beside PyTorch on the same device, in fp32 and TF32, and walk-steps/s of the
+# sims' walks, GPU against CPU. Every step's log, and a summary with each
+# step's exit status and time, go to $OUT (default out-device/).
+#   OUT=/some/dir bash scripts/device-check.sh          # about 10 minutes on an H200
+#   QUICK=1 bash scripts/device-check.sh                # one round, fewer steps
+# PYTHON names the Python with torch for the peer (default: the first of
+# python3, /usr/bin/python3 that imports torch with CUDA).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-out-device}
+mkdir -p "$out"
+summary="$out/summary.txt"
+status=0
+step() {
+  local name=$1
+  shift
+  echo "== $name: $*" | tee -a "$summary"
+  local t0=$SECONDS
+  "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "   exit $rc after $((SECONDS - t0)) s" | tee -a "$summary"
+  [ "$rc" -eq 0 ] || status=1
+  return "$rc"
+}
+
+{ date -u; nvidia-smi; nvcc --version; git log -1 --oneline; } >"$out/machine.txt" 2>&1
+if [ -z "${PYTHON:-}" ]; then
+  for p in python3 /usr/bin/python3; do
+    if "$p" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+      PYTHON=$p
+      break
+    fi
+  done
+fi
+echo "peer python: ${PYTHON:-none with torch and CUDA}" | tee -a "$summary"
+
+# The GPU tests (a skip is a failure there), then routelab and the GPU bench
+# in the same build folder.
+step gpu-tests bash scripts/test-gpu.sh || true
+step configure cmake -S . -B build-gpu -DROUTELAB_BENCH=ON || exit 1
+step build cmake --build build-gpu -j"$(nproc)" --target routelab bench_gpu_walks || exit 1
+
+rounds=3 steps=30 scale=1
+if [ -n "${QUICK:-}" ]; then rounds=1 steps=8 scale=0.1; fi
+if [ -n "${PYTHON:-}" ]; then
+  for math in fp32 tf32; do
+    flag=""
+    [ "$math" = tf32 ] && flag=--tf32
+    step "train-$math" "$PYTHON" bench/run_train.py --bin build-gpu/routelab --device cuda $flag \
+      --rounds "$rounds" --steps "$steps" --warmup 3 --schemes rope,learned_qkv \
+      --eval-run trained --eval-lengths 16x,64x --python "$PYTHON" --out "$out/train-$math.csv" || true
+  done
+else
+  echo "   no Python with torch on CUDA: training benchmark skipped" | tee -a "$summary"
+  status=1
+fi
+step gpu-walks build-gpu/bench/bench_gpu_walks --scale "$scale" || true
+# The CLI end to end on the device: a short run trains, evaluates and resumes.
+step cli bash -c "set -e; rm -rf '$out/run'; cat >'$out/tiny.toml' <<'TOML'
+[model]
+d_model = 64
+heads = 4
+layers = 2
+context = 64
+scheme = \"learned_qkv_forget\"
+[train]
+batch = 8
+steps = 50
+warmup = 5
+checkpoint_every = 25
+[data]
+corpus = \"tests/data/brown-slice\"
+TOML
+build-gpu/routelab train --config '$out/tiny.toml' --out '$out/run' --device cuda --quiet
+build-gpu/routelab eval --run '$out/run' --lengths 1x,16x --device cuda --quiet --out '$out/eval-cuda.csv'
+build-gpu/routelab eval --run '$out/run' --lengths 1x,16x --quiet --out '$out/eval-cpu.csv'
+paste -d'\n' '$out/eval-cuda.csv' '$out/eval-cpu.csv'
+build-gpu/routelab sim spectral-gap --family householder --d 8 --samples 100000 --seed 1 --device cuda --out '$out/gap-cuda.csv'
+build-gpu/routelab sim spectral-gap --family householder --d 8 --samples 100000 --seed 1 --out '$out/gap-cpu.csv'
+paste -d'\n' '$out/gap-cuda.csv' '$out/gap-cpu.csv' | head -20" || true
+echo "device-check: exit $status (logs in $out)" | tee -a "$summary"
+exit "$status"
