@@ -183,6 +183,34 @@ TEST_F(gpu_attention, longer_sequences_and_wide_heads_match_cpu) {
   check_case(kCases[0], {3, 1, 2, 8}, 220);      // a single position
 }
 
+// The query-side term of dcum (row sums of dS, + on row i) vanishes when o is
+// the forward's own output, so the cases above cannot see it. With an o that
+// is not (D_i = do_i . o_i no longer equals sum_j P_ij dP_ij) the row sums are
+// not zero, and the GPU must add them as the CPU does.
+TEST_F(gpu_attention, dcum_keeps_its_query_side_term) {
+  const nn::AttentionShape s{2, 37, 2, 8};
+  const uint64_t seed = 300;
+  const Reference r = run_cpu(kCases[4], s, seed);  // forget cum
+  const auto o_other = random_floats(r.o.size(), seed + 20);
+  const auto d_o = random_floats(r.o.size(), seed + 21);
+  const nn::ScoreBias<float> cpu_bias{nullptr, r.cum.data()};
+  auto cpu_dcum = [&](const std::vector<float>& o) {
+    std::vector<float> dq(r.q.size()), dk(r.k.size()), dv(r.v.size()), dcum(r.lse.size());
+    nn::attention_backward(dq.data(), dk.data(), dv.data(), dcum.data(), d_o.data(), o.data(), r.lse.data(),
+                           r.q.data(), r.k.data(), r.v.data(), cpu_bias, s);
+    return dcum;
+  };
+  const auto want = cpu_dcum(o_other);
+  // The term is there to be missed: far larger than the tolerance.
+  ASSERT_GT(rms_relative_error(cpu_dcum(r.o), want), 100 * kCum);
+  DeviceBuffer<float> q(r.q), k(r.k), v(r.v), o(o_other), lse(r.lse), cum(r.cum), dout(d_o);
+  DeviceBuffer<float> dq(r.q.size()), dk(r.k.size()), dv(r.v.size()), dcum(r.lse.size());
+  dq.zero(), dk.zero(), dv.zero(), dcum.zero();
+  cuda::attention_backward(dq.data(), dk.data(), dv.data(), dcum.data(), dout.data(), o.data(), lse.data(), q.data(),
+                           k.data(), v.data(), {nullptr, cum.data()}, s);
+  expect_close("dcum with its query-side term", dcum, want, kCum);
+}
+
 // Host-side checks run without a device: a head the kernels cannot hold is
 // refused before any launch.
 TEST(gpu_attention_shapes, unsupported_head_dimensions_are_refused) {

@@ -341,10 +341,12 @@ __global__ void attention_backward_key_kernel(float* dk, float* dv, float* dcum,
 
 void check_launch() { CUDA_CHECK(cudaGetLastError()); }
 
-void require_head_dim(const AttentionShape& s, bool rotated, const char* what) {
-  if (s.hd < 1 || s.hd > kMaxHeadDim)
+// The attention kernels keep a head row per thread in registers, hence the
+// cap; split and merge touch one element per thread and take any width.
+void require_head_dim(const AttentionShape& s, bool rotated, const char* what, bool capped = true) {
+  if (s.hd < 1 || (capped && s.hd > kMaxHeadDim))
     throw std::invalid_argument(std::string(what) + ": head dimension " + std::to_string(s.hd) +
-                                " outside 1.." + std::to_string(kMaxHeadDim));
+                                (capped ? " outside 1.." + std::to_string(kMaxHeadDim) : std::string(" below 1")));
   if (rotated && s.hd % 2)
     throw std::invalid_argument(std::string(what) + ": odd head dimension " + std::to_string(s.hd) +
                                 " cannot be rotated in pairs");
@@ -353,7 +355,7 @@ void require_head_dim(const AttentionShape& s, bool rotated, const char* what) {
 // The elementwise split/merge kernels' item count, after the shape checks:
 // `tensors` head tensors (3 for q, k, v; 1 for o) of B T C floats.
 int64_t split_merge_items(const AttentionShape& s, const float* cs, int tensors, const char* what) {
-  require_head_dim(s, cs != nullptr, what);
+  require_head_dim(s, cs != nullptr, what, false);
   return int64_t(s.B) * s.T * tensors * s.C();
 }
 

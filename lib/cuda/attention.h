@@ -9,7 +9,8 @@
 // linear in T) and backward recomputes the probabilities from q, k and lse,
 // as on the CPU. One thread owns one query row (forward, dq) or one key row
 // (dk, dv), so no output is written by two threads and there are no atomics.
-// Head dimension: at most kMaxHeadDim; even when rotated.
+// Head dimension: at most kMaxHeadDim in attention (a head row per thread in
+// registers), any in split and merge; even when rotated.
 // Expected agreement with the CPU (RMS difference over RMS reference): split
 // and merge ~1e-7 (the same operations up to FMA contraction); attention
 // ~1e-6..1e-5 (fp32 dot products and exponentials summed in another order).

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "cuda/buffer.h"
 
@@ -37,7 +39,14 @@ __device__ inline float warp_max(float v) {
 // Kernels that give one warp to each row: blocks of kRowsPerBlock warps.
 constexpr int kRowsPerBlock = 8;
 inline dim3 row_warps_block() { return dim3(kWarpSize, kRowsPerBlock); }
-inline unsigned row_warps_grid(int64_t rows) { return unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock); }
+// At least one block (the kernels return for rows past the end); a grid past
+// CUDA's 2^31 - 1 blocks is refused rather than silently truncated.
+inline unsigned row_warps_grid(int64_t rows) {
+  const int64_t blocks = std::max<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, 1);
+  if (blocks > INT32_MAX)
+    throw std::invalid_argument("cuda: " + std::to_string(rows) + " rows exceed one launch's grid");
+  return unsigned(blocks);
+}
 // The row of this warp (the same in all its lanes, so a warp leaves together).
 __device__ inline int64_t warp_row() { return int64_t(blockIdx.x) * blockDim.y + threadIdx.y; }
 
