@@ -41,7 +41,10 @@ std::string csv_field(const std::string& s) {
 std::string Table::to_csv() const {
   std::string out;
   auto line = [&](const std::vector<std::string>& cells) {
-    for (std::size_t j = 0; j < cells.size(); ++j) out += (j ? "," : "") + csv_field(cells[j]);
+    for (std::size_t j = 0; j < cells.size(); ++j) {
+      if (j) out += ',';
+      out += csv_field(cells[j]);
+    }
     out += '\n';
   };
   line(columns_);
