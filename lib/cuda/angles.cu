@@ -107,14 +107,23 @@ void rope_angles(double* theta, const double* freq, int B, int T, int nb) {
   check_launch();
 }
 
+namespace {
+
+// The second step of random and learned angles: increments -> wrapped sums.
+void running_sum(double* theta, const double* half_width, int B, int T, int nb) {
+  running_sum_kernel<<<grid_blocks(int64_t(B) * nb), kThreads>>>(theta, half_width, B, T, nb);
+  check_launch();
+}
+
+}  // namespace
+
 void random_angles(double* theta, const double* half_width, uint64_t seed, const uint64_t* streams, int B, int T,
                    int nb) {
   const int64_t n = int64_t(B) * T * nb;
   if (n == 0) return;
   random_increments_kernel<<<grid_blocks(n), kThreads>>>(theta, seed, streams, B, T, nb);
   check_launch();
-  running_sum_kernel<<<grid_blocks(int64_t(B) * nb), kThreads>>>(theta, half_width, B, T, nb);
-  check_launch();
+  running_sum(theta, half_width, B, T, nb);
 }
 
 void learned_angles(double* theta, const float* table, const int* tokens, int B, int T, int nb) {
@@ -122,8 +131,7 @@ void learned_angles(double* theta, const float* table, const int* tokens, int B,
   if (n == 0) return;
   learned_increments_kernel<<<grid_blocks(n), kThreads>>>(theta, table, tokens, B, T, nb);
   check_launch();
-  running_sum_kernel<<<grid_blocks(int64_t(B) * nb), kThreads>>>(theta, nullptr, B, T, nb);
-  check_launch();
+  running_sum(theta, nullptr, B, T, nb);
 }
 
 void learned_angles_backward(float* dtable, const double* dtheta, const int* tokens, int B, int T, int nb) {
