@@ -34,6 +34,7 @@
 #include "cuda/backend.h"
 #include "cuda/model.h"
 #include "gpu_helpers.h"
+#include "model_configs.h"
 #include "nn/adamw.h"
 #include "nn/config.h"
 #include "nn/eval.h"
@@ -59,16 +60,7 @@ std::vector<std::string> device_schemes() {
 }
 
 // Two layers, two heads of 16 (8 angle pairs), MLP ratio 2.
-nn::ModelConfig small_model(const std::string& scheme) {
-  nn::ModelConfig m;
-  m.d_model = 32;
-  m.heads = 2;
-  m.layers = 2;
-  m.mlp_ratio = 2;
-  m.context = 48;
-  m.scheme = scheme;
-  return m;
-}
+nn::ModelConfig small_model(const std::string& scheme) { return small_model_config(scheme, 2, 48); }
 
 // The CPU model with every weight nudged by N(0, 0.05^2), and a device model
 // holding the same weights.

@@ -22,6 +22,7 @@
 #include "nn/passkey.h"
 #include "nn/scheme.h"
 #include "nn/train.h"
+#include "model_configs.h"
 #include "rng/stream.h"
 
 namespace {
@@ -108,16 +109,8 @@ TEST(nn_attention, rotating_q_and_k_leaves_only_the_relative_angle) {
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-12);
 }
 
-ModelConfig small_config(const std::string& scheme) {
-  ModelConfig m;
-  m.d_model = 32;
-  m.heads = 4;
-  m.layers = 2;
-  m.mlp_ratio = 2;
-  m.context = 130;
-  m.scheme = scheme;
-  return m;
-}
+// Four heads of 8; a context past 128 so angle tables see long sums.
+ModelConfig small_config(const std::string& scheme) { return routelab::testing::small_model_config(scheme, 4, 130); }
 
 TEST(nn_schemes, rope_angles_stay_exact_far_past_training_length) {
   ModelConfig m = small_config("rope");
