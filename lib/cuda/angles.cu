@@ -96,8 +96,6 @@ __global__ void angle_cos_sin_kernel(float* cs, const double* theta, int64_t n) 
   }
 }
 
-void check_launch() { CUDA_CHECK(cudaGetLastError()); }
-
 }  // namespace
 
 void rope_angles(double* theta, const double* freq, int B, int T, int nb) {

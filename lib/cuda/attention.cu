@@ -339,8 +339,6 @@ __global__ void attention_backward_key_kernel(float* dk, float* dv, float* dcum,
   if (hv.cum) dcum[hv.bh * s.T + j] -= dcum_j;
 }
 
-void check_launch() { CUDA_CHECK(cudaGetLastError()); }
-
 // The attention kernels keep a head row per thread in registers, hence the
 // cap; split and merge touch one element per thread and take any width.
 void require_head_dim(const AttentionShape& s, bool rotated, const char* what, bool capped = true) {

@@ -25,6 +25,10 @@ inline unsigned grid_blocks(int64_t n, int threads = kThreads) {
 __device__ inline int64_t grid_first() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ inline int64_t grid_stride() { return int64_t(gridDim.x) * blockDim.x; }
 
+// Every launch is checked right after it (a bad configuration fails there,
+// not at the next synchronising call).
+inline void check_launch() { CUDA_CHECK(cudaGetLastError()); }
+
 // Butterfly reductions over a full warp: every lane ends with the same value
 // (each step adds the same two numbers, in either order).
 __device__ inline float warp_sum(float v) {

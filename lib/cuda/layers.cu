@@ -190,8 +190,6 @@ __global__ void crossentropy_backward_kernel(float* dlogits, const float* logits
   for (int v = threadIdx.x; v < V; v += kWarpSize) d[v] = expf(l[v] - st.max) * scale - (v == target ? dloss : 0.0f);
 }
 
-void check_launch() { CUDA_CHECK(cudaGetLastError()); }
-
 }  // namespace
 
 void encoder_forward(float* out, const int* tokens, const float* wte, int64_t N, int C) {
