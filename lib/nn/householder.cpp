@@ -1,4 +1,5 @@
 #include "nn/householder.h"
+#include "nn/householder_step.h"
 
 #include <algorithm>
 #include <cmath>
@@ -240,9 +241,6 @@ void attention_backward_tiled(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o
 
 namespace {
 
-// A zero z would have no direction: its norm is floored.
-constexpr double kMinNorm = 1e-12;
-
 // f(bth, bht) for every step: bth = (b T + t) H + h indexes (B, T, H) as the
 // projections write it (z's head slice starts at bth hd), bht = (b H + h) T + t
 // indexes (B, H, T).
@@ -260,10 +258,8 @@ void for_each_step(AttentionShape s, F&& f) {
 template <class R>
 void householder_steps_forward(R* w, R* beta, const R* z, const R* beta_logit, AttentionShape s) {
   for_each_step(s, [&](int64_t bth, int64_t bht) {
-    const R* src = z + bth * s.hd;
-    const R inv = R(1) / std::max(std::sqrt(dot(src, src, s.hd)), R(kMinNorm));
-    for (int c = 0; c < s.hd; ++c) w[bht * s.hd + c] = src[c] * inv;
-    beta[bht] = beta_logit ? R(2) / (R(1) + std::exp(-beta_logit[bth])) : R(2);
+    householder_step_forward(w + bht * s.hd, beta + bht, z + bth * s.hd, beta_logit ? beta_logit + bth : nullptr,
+                             s.hd);
   });
 }
 
@@ -271,15 +267,8 @@ template <class R>
 void householder_steps_backward(R* dz, R* dbeta_logit, const R* dw, const R* dbeta, const R* z, const R* beta,
                                 AttentionShape s) {
   for_each_step(s, [&](int64_t bth, int64_t bht) {
-    const R* src = z + bth * s.hd;
-    const R* g = dw + bht * s.hd;
-    R* d = dz + bth * s.hd;
-    // w = z / max(|z|, floor): dz = (dw - w (w . dw)) / |z| above the floor.
-    const R norm = std::sqrt(dot(src, src, s.hd));
-    const R inv = R(1) / std::max(norm, R(kMinNorm)), wg = norm < R(kMinNorm) ? R(0) : dot(src, g, s.hd) * inv;
-    for (int c = 0; c < s.hd; ++c) d[c] = (g[c] - src[c] * inv * wg) * inv;
-    // beta = 2 sigmoid(x): d beta / dx = beta (1 - beta / 2).
-    if (dbeta_logit) dbeta_logit[bth] = dbeta[bht] * beta[bht] * (R(1) - beta[bht] / R(2));
+    householder_step_backward(dz + bth * s.hd, dbeta_logit ? dbeta_logit + bth : nullptr, dw + bht * s.hd,
+                              dbeta ? dbeta[bht] : R(0), z + bth * s.hd, beta[bht], s.hd);
   });
 }
 
