@@ -52,13 +52,10 @@ void require_model_device(const std::string& device, bool tf32) {
   if (device == "cuda") cuda::require_cuda_device();
 }
 
-// The loops' backend for these models (empty: the CPU), after
-// require_model_device; refuses, before anything is written, a scheme the
-// device path lacks (Householder).
-nn::BackendFactory model_backend(const std::string& device, bool tf32, const std::vector<nn::ModelConfig>& models) {
+// The loops' backend (empty: the CPU), after require_model_device.
+nn::BackendFactory model_backend(const std::string& device, bool tf32) {
   if (device != "cuda") return {};
 #ifdef ROUTELAB_WITH_CUDA
-  for (const auto& m : models) cuda::require_device_model(m);
   return cuda::cuda_backend_factory(tf32);
 #else
   cuda::require_cuda_device();  // a build without CUDA refuses here
@@ -84,7 +81,7 @@ int cmd_train(const std::vector<std::string>& args) {
   require_model_device(device, tf32);
   set_threads(threads);
   const nn::RunConfig c = nn::load_run_config(config);
-  const nn::BackendFactory backend = model_backend(device, tf32, {c.model});
+  const nn::BackendFactory backend = model_backend(device, tf32);
   if (out.empty()) out = (fs::path("runs") / fs::path(config).stem()).string();
   const nn::TrainSummary s = nn::train_run(c, {out, resume, !quiet, backend});
   if (!quiet && dist::is_root())
@@ -108,8 +105,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   if (int s = parse_subcommand(app, args, "eval"); s >= 0) return s;
   require_model_device(device, tf32);
   set_threads(threads);
-  nn::BackendFactory backend;
-  if (device == "cuda") backend = model_backend(device, tf32, {nn::load_run_dir_config(run).model});
+  const nn::BackendFactory backend = model_backend(device, tf32);
   if (out.empty()) out = (fs::path(run) / "eval.csv").string();
   const std::string rows = nn::evaluate_run(run, lengths, out, !quiet, backend);
   std::fputs((nn::eval_csv_header() + rows).c_str(), stdout);
@@ -188,12 +184,7 @@ int cmd_experiment(const std::vector<std::string>& args) {
   require_model_device(device, tf32);
   set_threads(threads);
   const nn::ExperimentConfig e = nn::load_experiment_config(config);
-  std::vector<nn::ModelConfig> models;
-  for (const auto& scheme : e.schemes) {
-    models.push_back(e.base.model);
-    models.back().scheme = scheme;
-  }
-  nn::run_experiment(e, !quiet, model_backend(device, tf32, models));
+  nn::run_experiment(e, !quiet, model_backend(device, tf32));
   if (no_plot) return 0;
   // The figure comes from plots/, which reads the CSV and never recomputes.
   const char* py = std::getenv("PY");

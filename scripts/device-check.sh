@@ -59,14 +59,17 @@ else
   status=1
 fi
 step gpu-walks build-gpu/bench/bench_gpu_walks --scale "$scale" || true
-# The CLI end to end on the device: a short run trains, evaluates and resumes.
-step cli bash -c "set -e; rm -rf '$out/run'; cat >'$out/tiny.toml' <<'TOML'
+# The CLI end to end on the device: a short run of each scheme trains and
+# evaluates on the GPU, and its checkpoint evaluates on the CPU too
+# (householder_qkv: the plain O(T^2 hd) transport kernels).
+for scheme in learned_qkv_forget householder_qkv; do
+  step "cli-$scheme" bash -c "set -e; rm -rf '$out/run-$scheme'; cat >'$out/$scheme.toml' <<TOML
 [model]
 d_model = 64
 heads = 4
 layers = 2
 context = 64
-scheme = \"learned_qkv_forget\"
+scheme = \"$scheme\"
 [train]
 batch = 8
 steps = 50
@@ -75,10 +78,12 @@ checkpoint_every = 25
 [data]
 corpus = \"tests/data/brown-slice\"
 TOML
-build-gpu/routelab train --config '$out/tiny.toml' --out '$out/run' --device cuda --quiet
-build-gpu/routelab eval --run '$out/run' --lengths 1x,16x --device cuda --quiet --out '$out/eval-cuda.csv'
-build-gpu/routelab eval --run '$out/run' --lengths 1x,16x --quiet --out '$out/eval-cpu.csv'
-paste -d'\n' '$out/eval-cuda.csv' '$out/eval-cpu.csv'
+build-gpu/routelab train --config '$out/$scheme.toml' --out '$out/run-$scheme' --device cuda --quiet
+build-gpu/routelab eval --run '$out/run-$scheme' --lengths 1x,16x --device cuda --quiet --out '$out/eval-$scheme-cuda.csv'
+build-gpu/routelab eval --run '$out/run-$scheme' --lengths 1x,16x --quiet --out '$out/eval-$scheme-cpu.csv'
+paste -d'\n' '$out/eval-$scheme-cuda.csv' '$out/eval-$scheme-cpu.csv'" || true
+done
+step cli-sim bash -c "set -e
 build-gpu/routelab sim spectral-gap --family householder --d 8 --samples 100000 --seed 1 --device cuda --out '$out/gap-cuda.csv'
 build-gpu/routelab sim spectral-gap --family householder --d 8 --samples 100000 --seed 1 --out '$out/gap-cpu.csv'
 paste -d'\n' '$out/gap-cuda.csv' '$out/gap-cpu.csv' | head -20" || true

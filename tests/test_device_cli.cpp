@@ -1,7 +1,7 @@
 // --device on train, eval, experiment and sim, and --tf32. `cpu` changes
-// nothing; `cuda` is refused where there is no GPU path (Householder schemes,
-// the sims other than spectral-gap, haar-mixing, score-tail and far-mass, and
-// the families not ported to the GPU) with one line on stderr, exit status 2
+// nothing; `cuda` is refused where there is no GPU path (the sims other than
+// spectral-gap, haar-mixing, score-tail and far-mass, and the families not
+// ported to the GPU) with one line on stderr, exit status 2
 // and no output file: on a machine without a device (or a build without CUDA)
 // the line says so; with one, it says the path is not there. With a device,
 // train, eval and experiment run on it (tests/test_gpu_model.cpp); --tf32 is
@@ -107,19 +107,6 @@ TEST(device_cli, tf32_is_refused_on_the_cpu) {
     SCOPED_TRACE(cmd);
     expect_refused(run_routelab(cmd, tmp.path, tmp.path), "--tf32: TF32 matmuls need --device cuda");
   }
-  EXPECT_FALSE(fs::exists(tmp / "run"));
-}
-
-// Householder transport has no device path: refused before the run
-// directory exists (here for want of a device, on a GPU machine by name).
-TEST(device_cli, householder_on_cuda_is_refused_before_any_output) {
-  TempDir tmp;
-  std::string config = kConfig;
-  config.replace(config.find("\"rope\""), 6, "\"householder_qk\"");
-  spit(tmp / "c.toml", config);
-  const std::string why = routelab::cuda::cuda_unavailable_reason();
-  expect_refused(run_routelab("train --config c.toml --out run --quiet --device cuda", tmp.path, tmp.path),
-                 why.empty() ? "scheme householder_qk has no GPU path" : why);
   EXPECT_FALSE(fs::exists(tmp / "run"));
 }
 

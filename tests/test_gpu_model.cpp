@@ -1,8 +1,8 @@
 // The CUDA model, optimiser and training backend (lib/cuda/model.cpp,
 // adamw.cu, angles.cu, forget_gate.cu, backend.cpp) against the CPU
 // (nn::Model<float>, nn::AdamW, nn::train_run on the CPU backend). For every
-// scheme with a device path (all but the Householder ones, which
-// --device cuda refuses), on one batch with perturbed weights (so no bias or
+// scheme (Householder ones with PaTH's beta, and once with reflections), on
+// one batch with perturbed weights (so no bias or
 // LayerNorm weight sits at its initial 0 or 1), an odd length that ends
 // mid-tile and a first_b past 0: the loss, the per-position losses and EVERY
 // gradient tensor; the angles (cos, sin) of every layer; one AdamW step and
@@ -51,11 +51,10 @@ using namespace routelab::testing;
 constexpr double kLossFp32 = 1e-5, kGradFp32 = 5e-4, kLossTf32 = 2e-3, kGradTf32 = 5e-2;
 constexpr double kCosSin = 1.2e-7, kAdam = 1e-6, kNorm = 1e-12, kCurve = 2e-3;
 
-// Every scheme the device runs.
+// Every scheme: the device runs them all.
 std::vector<std::string> device_schemes() {
   std::vector<std::string> out;
-  for (const auto& s : nn::all_schemes())
-    if (!s.householder) out.push_back(s.name);
+  for (const auto& s : nn::all_schemes()) out.push_back(s.name);
   return out;
 }
 
@@ -108,10 +107,10 @@ std::pair<double, std::string> worst_gradient(const ModelPair& p) {
 }
 
 // Loss, per-position losses and every gradient tensor, device against CPU.
-void expect_model_matches(const std::string& scheme, cuda::MatmulMath math, double loss_tol, double grad_tol) {
-  SCOPED_TRACE(scheme);
+void expect_model_matches(const nn::ModelConfig& m, cuda::MatmulMath math, double loss_tol, double grad_tol) {
+  SCOPED_TRACE(m.scheme + " (householder_beta " + m.householder_beta + ")");
   const uint64_t seed = 11;
-  ModelPair p(small_model(scheme), seed, math);
+  ModelPair p(m, seed, math);
   const Batch b = random_batch(3, 37, seed);  // 37: past one 32-row tile, mid-way through the next
   const uint64_t pass = 5;
   const int first_b = 2;  // a rank's share: random angles name streams from element 2 on
@@ -132,11 +131,11 @@ void expect_model_matches(const std::string& scheme, cuda::MatmulMath math, doub
 class GpuModel : public GpuTest, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(GpuModel, loss_and_every_gradient_match_the_cpu_in_fp32) {
-  expect_model_matches(GetParam(), cuda::MatmulMath::fp32, kLossFp32, kGradFp32);
+  expect_model_matches(small_model(GetParam()), cuda::MatmulMath::fp32, kLossFp32, kGradFp32);
 }
 
 TEST_P(GpuModel, loss_and_every_gradient_match_the_cpu_in_tf32) {
-  expect_model_matches(GetParam(), cuda::MatmulMath::tf32, kLossTf32, kGradTf32);
+  expect_model_matches(small_model(GetParam()), cuda::MatmulMath::tf32, kLossTf32, kGradTf32);
 }
 
 // Evaluation shares one arena across layers: the same losses as training mode.
@@ -149,6 +148,16 @@ TEST_P(GpuModel, evaluation_losses_match_the_cpu) {
   EXPECT_LT(relative_difference(got, want), kLossFp32);
   const std::vector<float> cpu_losses(p.cpu.losses(), p.cpu.losses() + b.B * b.T);
   EXPECT_LT(rms_relative_error(p.gpu.losses(), cpu_losses), kLossFp32);
+}
+
+// householder_beta = "reflection": every step a reflection (beta = 2), no
+// beta projection.
+TEST_F(GpuTest, householder_reflections_match_the_cpu) {
+  for (const char* scheme : {"householder_qk", "householder_qkv"}) {
+    nn::ModelConfig m = small_model(scheme);
+    m.householder_beta = "reflection";
+    expect_model_matches(m, cuda::MatmulMath::fp32, kLossFp32, kGradFp32);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(schemes, GpuModel, ::testing::ValuesIn(device_schemes()),
@@ -340,7 +349,8 @@ TEST_P(GpuTraining, a_short_run_follows_the_cpus_loss_curve) {
   for (int i = 0; i < 2; ++i) EXPECT_LT(relative_difference(bits_gpu[i], bits_cpu[i]), kLossFp32) << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(schemes, GpuTraining, ::testing::Values("rope", "random_qkv", "learned_qkv_forget"),
+INSTANTIATE_TEST_SUITE_P(schemes, GpuTraining,
+                         ::testing::Values("rope", "random_qkv", "learned_qkv_forget", "householder_qkv"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

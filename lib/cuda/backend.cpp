@@ -126,13 +126,6 @@ class CudaBackend final : public nn::ModelBackend {
 
 }  // namespace
 
-void require_device_model(const nn::ModelConfig& config) {
-  const nn::SchemeInfo* s = nn::find_scheme(config.scheme);
-  if (s && s->householder)
-    throw DeviceError("--device cuda: scheme " + config.scheme +
-                      " has no GPU path (Householder transport runs on the CPU only); use --device cpu");
-}
-
 nn::BackendFactory cuda_backend_factory(bool tf32) {
   return [tf32](const nn::ModelConfig& config, uint64_t seed) -> std::unique_ptr<nn::ModelBackend> {
     require_cuda_device();

@@ -15,10 +15,6 @@
 
 namespace routelab::cuda {
 
-// Refuses (cuda::DeviceError, one line) what the device path cannot run:
-// Householder schemes. Call before anything is written.
-void require_device_model(const nn::ModelConfig& config);
-
 // Builds CUDA backends; `tf32` selects TF32 tensor-core matmuls.
 nn::BackendFactory cuda_backend_factory(bool tf32);
 

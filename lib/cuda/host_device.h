@@ -8,3 +8,11 @@
 #else
 #define ROUTELAB_HOST_DEVICE
 #endif
+
+// Before a host-device template that calls a policy's host-only or
+// device-only members: nvcc checks the call only where it is instantiated.
+#ifdef __CUDACC__
+#define ROUTELAB_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
+#else
+#define ROUTELAB_EXEC_CHECK_DISABLE
+#endif

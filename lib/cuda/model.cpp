@@ -11,6 +11,7 @@
 #include "cuda/attention.h"
 #include "cuda/backend.h"
 #include "cuda/forget_gate.h"
+#include "cuda/householder.h"
 #include "nn/scheme.h"
 #include "nn/streams.h"
 
@@ -47,7 +48,6 @@ Model::Model(const nn::ModelConfig& config, uint64_t seed, MatmulMath math)
       grad_acts_(std::make_unique<Arena>()) {
   const nn::SchemeInfo* s = nn::find_scheme(config.scheme);
   if (!s) throw std::invalid_argument("unknown scheme " + config.scheme);
-  require_device_model(config);
   scheme_ = *s;
   tensors_ = nn::param_layout(config);
   {
@@ -115,6 +115,7 @@ double Model::forward(const int* tokens, const int* targets, int B, int T, uint6
   const float* P = params.data();
   const bool rotary = scheme_.angles != nn::AngleKind::none;
   if (rotary) ensure_size(theta_, std::size_t(N) * nb);
+  const bool path_beta = m.householder_beta == "path";
 
   encoder_forward(a.encoded, tokens_.data(), P + tensors_[0].offset, N, int(C));
   const float* residual = a.encoded;
@@ -128,9 +129,17 @@ double Model::forward(const int* tokens, const int* targets, int B, int T, uint6
       forget_gate_forward(L.cum, L.fz, B, T, m.heads);
     }
     if (rotary) layer_angles(L.cs, l, pass, first_b);
+    if (scheme_.householder) {
+      matmul_forward(cublas_, L.hz, L.ln1, P + lp.hhw, P + lp.hhb, N, int(C), int(C), math_);
+      if (path_beta) matmul_forward(cublas_, L.hr, L.ln1, P + lp.hhu, P + lp.hhc, N, int(C), m.heads, math_);
+      householder_steps_forward(L.hw, L.hbeta, L.hz, path_beta ? L.hr : nullptr, shape);
+    }
     const float* cs = rotary ? L.cs : nullptr;
     split_heads_forward(L.q, L.k, L.v, L.qkv, cs, scheme_.values, shape);
-    attention_forward(L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
+    if (scheme_.householder)
+      householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, scheme_.values, shape, hh_scratch_);
+    else
+      attention_forward(L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
     merge_heads_forward(L.atty, L.o, scheme_.values ? cs : nullptr, shape);
     matmul_forward(cublas_, L.attproj, L.atty, P + lp.attprojw, P + lp.attprojb, N, int(C), int(C), math_);
     residual_forward(L.res2, residual, L.attproj, N * C);
@@ -168,6 +177,7 @@ void Model::backward() {
   float* G = grads.data();
   const bool rotary = scheme_.angles != nn::AngleKind::none;
   const bool learned = scheme_.angles == nn::AngleKind::learned;
+  const bool path_beta = m.householder_beta == "path";
   if (learned) ensure_size(dtheta_, std::size_t(N) * nb);
   double* dtheta = learned ? dtheta_.data() : nullptr;
 
@@ -197,7 +207,16 @@ void Model::backward() {
                     int(C), int(C), math_);
     if (dtheta) CUDA_CHECK(cudaMemset(dtheta, 0, dtheta_.size() * sizeof(double)));
     merge_heads_backward(D.o, dtheta, D.atty, L.atty, scheme_.values ? cs : nullptr, shape);
-    attention_backward(D.q, D.k, D.v, D.cum, D.o, L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
+    if (scheme_.householder) {
+      householder_attention_backward(D.q, D.k, D.v, D.hw, D.hbeta, D.o, L.q, L.k, L.v, L.hw, L.hbeta,
+                                     scheme_.values, shape, hh_scratch_);
+      householder_steps_backward(D.hz, path_beta ? D.hr : nullptr, D.hw, D.hbeta, L.hz, L.hbeta, shape);
+      matmul_backward(cublas_, D.ln1, G + lp.hhw, G + lp.hhb, D.hz, L.ln1, P + lp.hhw, N, int(C), int(C), math_);
+      if (path_beta)
+        matmul_backward(cublas_, D.ln1, G + lp.hhu, G + lp.hhc, D.hr, L.ln1, P + lp.hhu, N, int(C), m.heads, math_);
+    } else {
+      attention_backward(D.q, D.k, D.v, D.cum, D.o, L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
+    }
     if (scheme_.forget) {
       forget_gate_backward(D.fz, D.cum, L.fz, B, T, m.heads);
       matmul_backward(cublas_, D.ln1, G + lp.fgw, G + lp.fgb, D.fz, L.ln1, P + lp.fgw, N, int(C), m.heads, math_);

@@ -7,8 +7,8 @@
 // Initial weights are the CPU model's, uploaded: initialisation is not
 // written twice. Angles are computed on the device in double exactly as
 // nn::AngleSource computes them (random angles from the same Philox streams).
-// Householder schemes have no device path: the constructor refuses them with
-// a cuda::DeviceError.
+// Householder schemes run the plain O(T^2 hd) transport of
+// cuda/householder.h.
 // Expected agreement with the CPU Model<float> on one batch (RMS relative
 // error, tests/test_gpu_model.cpp): loss ~1e-6, gradients ~1e-5 in fp32;
 // with TF32 matmuls ~1e-3 and ~1e-2.
@@ -68,6 +68,7 @@ class Model {
   DeviceBuffer<int> tokens_, targets_;
   DeviceBuffer<uint64_t> streams_;  // random angles: the stream of each batch element
   DeviceBuffer<double> theta_, dtheta_;
+  DeviceBuffer<float> hh_scratch_;  // Householder attention's per-warp rows and partial gradients
   std::vector<int> host_tokens_;
   std::vector<float> losses_;
   int B_ = 0, T_ = 0;
