@@ -119,7 +119,8 @@ int cmd_passkey(const std::vector<std::string>& args) {
   std::vector<double> depths = {0, 0.25, 0.5, 0.75, 1};
   int trials = 20, threads = 0;
   long long seed = 1;
-  bool quiet = false;
+  bool quiet = false, tf32 = false;
+  std::string device = "cpu";
   app.add_option("--run", run, "run directory written by routelab train")->required();
   app.add_option("--lengths", lengths, "window lengths: multiples of the training length (4x) or integers");
   app.add_option("--depths", depths, "where the key sits, as fractions of the filler (0 = start, 1 = end)")
@@ -129,10 +130,15 @@ int cmd_passkey(const std::vector<std::string>& args) {
   app.add_option("--out", out, "CSV (default RUN/passkey.csv)");
   app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
   app.add_flag("--quiet", quiet, "no progress lines");
+  add_device_option(app, device);
+  add_tf32_flag(app, tf32);
   if (int s = parse_subcommand(app, args, "passkey"); s >= 0) return s;
+  require_model_device(device, tf32);
   set_threads(threads);
   if (out.empty()) out = (fs::path(run) / "passkey.csv").string();
-  std::fputs(nn::passkey_run(run, lengths, depths, trials, uint64_t(seed), out, !quiet).c_str(), stdout);
+  std::fputs(nn::passkey_run(run, lengths, depths, trials, uint64_t(seed), out, !quiet, model_backend(device, tf32))
+                 .c_str(),
+             stdout);
   return 0;
 }
 

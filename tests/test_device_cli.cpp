@@ -52,6 +52,7 @@ TEST(device_cli, cuda_is_refused_in_one_line_before_any_output) {
     for (const std::string cmd : {"train --config c.toml --out run --quiet --device cuda",
                                   "eval --run run --quiet --device cuda",
                                   "experiment e.toml --no-plot --quiet --device cuda",
+                                  "passkey --run run --quiet --device cuda",
                                   "train --config c.toml --out run --quiet --device cuda --tf32"})
       cmds.push_back(cmd);
   for (const std::string& cmd : cmds) {
@@ -103,7 +104,8 @@ TEST(device_cli, tf32_is_refused_on_the_cpu) {
   spit(tmp / "c.toml", kConfig);
   for (const std::string cmd : {"train --config c.toml --out run --quiet --tf32",
                                 "train --config c.toml --out run --quiet --device cpu --tf32",
-                                "eval --run run --quiet --tf32", "experiment e.toml --no-plot --quiet --tf32"}) {
+                                "eval --run run --quiet --tf32", "passkey --run run --quiet --tf32",
+                                "experiment e.toml --no-plot --quiet --tf32"}) {
     SCOPED_TRACE(cmd);
     expect_refused(run_routelab(cmd, tmp.path, tmp.path), "--tf32: TF32 matmuls need --device cuda");
   }

@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -40,6 +41,7 @@
 #include "nn/eval.h"
 #include "nn/experiment.h"
 #include "nn/model.h"
+#include "nn/passkey.h"
 #include "nn/scheme.h"
 #include "nn/train.h"
 
@@ -303,7 +305,7 @@ class GpuTraining : public GpuTest, public ::testing::WithParamInterface<std::st
 
 // nn::train_run on each device, tests/test_nn_cli.cpp's tiny run: the loss
 // curves agree step for step, and the GPU's checkpoint evaluates to the same
-// bits per byte on the CPU and on the GPU.
+// bits per byte and passkey answers on the CPU and on the GPU.
 TEST_P(GpuTraining, a_short_run_follows_the_cpus_loss_curve) {
   SCOPED_TRACE(GetParam());
   TempDir tmp;
@@ -347,6 +349,26 @@ TEST_P(GpuTraining, a_short_run_follows_the_cpus_loss_curve) {
   ASSERT_EQ(bits_cpu.size(), 2u);
   ASSERT_EQ(bits_gpu.size(), 2u);
   for (int i = 0; i < 2; ++i) EXPECT_LT(relative_difference(bits_gpu[i], bits_cpu[i]), kLossFp32) << i;
+
+  // Passkey on either device: the same trials, the same key bits (last
+  // column) to kLossFp32, and at most one digit of the 40 read differently
+  // (a near tie in the argmax may fall either way).
+  const std::string L = std::to_string(nn::passkey_min_length() + 20);
+  auto passkey = [&](const char* name, const nn::BackendFactory& backend) {
+    const std::string csv =
+        nn::passkey_run(gpu_run.string(), L, {0.5}, 8, 1, (tmp.path / name).string(), false, backend);
+    const std::string row = csv.substr(csv.find('\n') + 1);
+    std::vector<double> cells;
+    std::stringstream in(row);
+    for (std::string cell; std::getline(in, cell, ',');) cells.push_back(std::atof(cell.c_str()));
+    return cells;  // ..., accuracy, digit_accuracy, key_bits_per_byte
+  };
+  const std::vector<double> pk_cpu = passkey("pk-cpu.csv", {});
+  const std::vector<double> pk_gpu = passkey("pk-gpu.csv", cuda::cuda_backend_factory(false));
+  ASSERT_EQ(pk_cpu.size(), 9u);
+  ASSERT_EQ(pk_gpu.size(), 9u);
+  EXPECT_LT(relative_difference(pk_gpu[8], pk_cpu[8]), kLossFp32);
+  EXPECT_LE(std::abs(pk_gpu[7] - pk_cpu[7]), 1.0 / 40 + 1e-12);
 }
 
 INSTANTIATE_TEST_SUITE_P(schemes, GpuTraining,

@@ -76,6 +76,7 @@ class CudaBackend final : public nn::ModelBackend {
   }
   void backward() override { model_.backward(); }
   const float* losses() override { return model_.losses().data(); }
+  const float* logits() override { return model_.logits().data(); }
 
   void mean_grads_over_ranks() override {
     if (dist::size() == 1) return;

@@ -231,6 +231,13 @@ void Model::backward() {
   encoder_backward(G + wte, g.encoded, tokens_.data(), N, int(C));
 }
 
+const std::vector<float>& Model::logits() {
+  logits_.resize(std::size_t(acts_->B) * acts_->T * config_.vocab);
+  if (!logits_.empty())
+    CUDA_CHECK(cudaMemcpy(logits_.data(), acts_->logits, logits_.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  return logits_;
+}
+
 std::vector<float> Model::layer_cos_sin(int l) const {
   if (scheme_.angles == nn::AngleKind::none || l < 0 || l >= config_.layers || acts_->B == 0) return {};
   const std::size_t n = std::size_t(acts_->B) * acts_->T * (config_.head_dim() / 2) * 2;

@@ -46,6 +46,8 @@ class Model {
   // Per-position losses of the last forward, B x T (kept on the host by
   // forward()).
   const std::vector<float>& losses() const { return losses_; }
+  // Logits of the last forward, B x T x vocab, downloaded by this call.
+  const std::vector<float>& logits();
   // Layer l's (cos, sin) of the last forward, B x T x d_head/2 x 2, from the
   // device (empty for schemes without angles); evaluation shares one buffer.
   std::vector<float> layer_cos_sin(int l) const;
@@ -70,7 +72,7 @@ class Model {
   DeviceBuffer<double> theta_, dtheta_;
   DeviceBuffer<float> hh_scratch_;  // Householder attention's per-warp rows and partial gradients
   std::vector<int> host_tokens_;
-  std::vector<float> losses_;
+  std::vector<float> losses_, logits_;
   int B_ = 0, T_ = 0;
 };
 

@@ -34,6 +34,9 @@ class ModelBackend {
   // Per-position losses of the last forward, B x T, on the host; valid until
   // the next forward.
   virtual const float* losses() = 0;
+  // Logits of the last forward, B x T x vocab, on the host (the GPU's are
+  // downloaded by this call); valid until the next forward.
+  virtual const float* logits() = 0;
 
   // Data parallelism: every rank's gradient becomes the mean over ranks (a
   // no-op in one process).
@@ -64,6 +67,7 @@ class CpuBackend final : public ModelBackend {
                  int first_b) override;
   void backward() override { model_->backward(); }
   const float* losses() override { return model_->losses(); }
+  const float* logits() override { return model_->logits(); }
   void mean_grads_over_ranks() override;
   double grad_norm() override { return global_norm(model_->grads); }
   void adamw_update(const TrainConfig& c, double lr, double grad_scale, int t) override;

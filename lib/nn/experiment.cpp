@@ -152,19 +152,20 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengt
   return r;
 }
 
+std::unique_ptr<ModelBackend> trained_run_backend(TrainedRun& run, const BackendFactory& backend) {
+  if (!backend) return std::make_unique<CpuBackend>(*run.model);
+  std::unique_ptr<ModelBackend> model = backend(run.config.model, run.config.train.seed);
+  model->set_params(run.model->params);
+  return model;
+}
+
 std::string evaluate_run(const std::string& run_dir, const std::string& lengths_text, const std::string& eval_csv,
                          bool progress, const BackendFactory& backend) {
   const auto start = std::chrono::steady_clock::now();
   TrainedRun run = load_trained_run(run_dir, lengths_text);
   const RunConfig& c = run.config;
   const data::Corpus& corpus = run.corpus;
-  std::unique_ptr<ModelBackend> device_model;
-  if (backend) {
-    device_model = backend(c.model, c.train.seed);
-    device_model->set_params(run.model->params);
-  } else {
-    device_model = std::make_unique<CpuBackend>(*run.model);
-  }
+  const std::unique_ptr<ModelBackend> device_model = trained_run_backend(run, backend);
   ModelBackend& model = *device_model;
   const std::vector<int64_t>& lengths = run.lengths;
   std::string rows, pos_rows;
@@ -249,7 +250,8 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
         const bool same = !side.is_discarded() && side.value("trials", 0) == e.passkey_trials &&
                           side.value("lengths_text", "") == e.passkey_lengths && side.contains("depths") &&
                           side["depths"].get<std::vector<double>>() == e.passkey_depths;
-        if (!trained || !same) passkey_run(dir, e.passkey_lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress);
+        if (!trained || !same)
+          passkey_run(dir, e.passkey_lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress, backend);
         passkey_rows += body(slurp(pk));
       }
       runs.push_back({{"run", dir}, {"train_seconds_this_call", train_s}});

@@ -56,6 +56,8 @@ struct TrainedRun {
   std::vector<int64_t> lengths;
 };
 TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengths_text);
+// The run's model where `backend` puts it (empty: the CPU, driving run.model).
+std::unique_ptr<ModelBackend> trained_run_backend(TrainedRun& run, const BackendFactory& backend);
 
 // Evaluates a trained run at `lengths`, writing eval_csv, its -positions CSV
 // and the sidecar. Returns the rows written (without header).

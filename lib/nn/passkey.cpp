@@ -57,13 +57,13 @@ std::vector<uint8_t> passkey_sample(const std::vector<uint8_t>& text, int64_t L,
   return out;
 }
 
-PasskeyResult passkey_eval(Model<float>& model, const std::vector<uint8_t>& text, int64_t L, double depth, int trials,
-                           uint64_t seed) {
+PasskeyResult passkey_eval(ModelBackend& model, int vocab, const std::vector<uint8_t>& text, int64_t L, double depth,
+                           int trials, uint64_t seed) {
   PasskeyResult r;
   r.eval_len = L;
   r.depth = depth;
   r.trials = trials;
-  const int V = model.config().vocab;
+  const int V = vocab;
   const int batch = eval_batch(L);
   std::vector<int> tokens, targets;
   int all_right = 0, digits_right = 0;
@@ -79,7 +79,7 @@ PasskeyResult passkey_eval(Model<float>& model, const std::vector<uint8_t>& text
         targets[b * L + t] = sample[t + 1];
       }
     }
-    model.forward(tokens.data(), targets.data(), B, int(L), kPasskeyPass + uint64_t(pass), false);
+    model.forward(tokens.data(), targets.data(), B, int(L), kPasskeyPass + uint64_t(pass), false, 0);
     const float* logits = model.logits();
     const float* losses = model.losses();
     for (int b = 0; b < B; ++b) {
@@ -100,13 +100,14 @@ PasskeyResult passkey_eval(Model<float>& model, const std::vector<uint8_t>& text
 }
 
 std::string passkey_run(const std::string& run_dir, const std::string& lengths_text, const std::vector<double>& depths,
-                        int trials, uint64_t seed, const std::string& out_csv, bool progress) {
+                        int trials, uint64_t seed, const std::string& out_csv, bool progress,
+                        const BackendFactory& backend) {
   const auto start = std::chrono::steady_clock::now();
   for (double d : depths)
     if (!(d >= 0 && d <= 1)) throw ConfigError("--depths: each depth must be a fraction in [0, 1]");
   TrainedRun run = load_trained_run(run_dir, lengths_text);
   const RunConfig& c = run.config;
-  Model<float>& model = *run.model;
+  const std::unique_ptr<ModelBackend> model = trained_run_backend(run, backend);
   for (int64_t L : run.lengths)
     if (L < passkey_min_length())
       throw ConfigError(fmt::format("--lengths: {} is too short for a passkey window; accepted: at least {}", L,
@@ -114,7 +115,7 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
   std::string rows;
   for (int64_t L : run.lengths)
     for (double d : depths) {
-      const PasskeyResult r = passkey_eval(model, run.corpus.val, L, d, trials, seed);
+      const PasskeyResult r = passkey_eval(*model, c.model.vocab, run.corpus.val, L, d, trials, seed);
       rows += fmt::format("{},{},{},{},{},{},{},{},{}\n", c.model.scheme, c.train.seed, c.model.context, L,
                           format_number(d), trials, format_number(r.accuracy), format_number(r.digit_accuracy),
                           format_number(r.key_bits));
@@ -127,6 +128,7 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
   write_sidecar(out_csv,
                 {{"command", "passkey"},
                  {"run", run_dir},
+                 {"device", model->device()},
                  {"checkpoint_step", run.step},
                  {"config", to_json(c)},
                  {"trials", trials},

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/model.h"
+#include "nn/backend.h"
 
 namespace routelab::nn {
 
@@ -32,15 +32,17 @@ int64_t passkey_min_length();
 std::vector<uint8_t> passkey_sample(const std::vector<uint8_t>& text, int64_t L, double depth, uint64_t seed,
                                     uint64_t trial);
 
-PasskeyResult passkey_eval(Model<float>& model, const std::vector<uint8_t>& text, int64_t L, double depth, int trials,
-                           uint64_t seed);
+PasskeyResult passkey_eval(ModelBackend& model, int vocab, const std::vector<uint8_t>& text, int64_t L, double depth,
+                           int trials, uint64_t seed);
 
 std::string passkey_csv_header();
 
 // Runs every length x depth for a trained run; writes FILE (columns scheme,
 // seed, train_len, eval_len, depth, trials, accuracy, digit_accuracy,
-// key_bits_per_byte) and its sidecar. Returns the CSV text.
+// key_bits_per_byte) and its sidecar. Returns the CSV text. `backend` says
+// where the model runs (empty: the CPU).
 std::string passkey_run(const std::string& run_dir, const std::string& lengths, const std::vector<double>& depths,
-                        int trials, uint64_t seed, const std::string& out_csv, bool progress);
+                        int trials, uint64_t seed, const std::string& out_csv, bool progress,
+                        const BackendFactory& backend = {});
 
 }  // namespace routelab::nn
