@@ -266,6 +266,57 @@ ROUTELAB_HOST_DEVICE inline void matrix_apply(int d, S Q, S tmp, V x) {
   for (int i = 0; i < d; ++i) x[i] = tmp[i];
 }
 
+// m <- I (d x d).
+template <class M>
+ROUTELAB_HOST_DEVICE inline void set_identity(M m, int d) {
+  for (int j = 0; j < d; ++j)
+    for (int i = 0; i < d; ++i) m[int64_t(j) * d + i] = i == j ? 1.0 : 0.0;
+}
+
+// max_ij |(P^T P - I)_ij|, as reorthonormalize_if_drifted measures it.
+template <class M>
+ROUTELAB_HOST_DEVICE inline double orthogonality_drift(M P, int d) {
+  double worst = 0;
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < d; ++j) {
+      double g = i == j ? -1.0 : 0.0;
+      for (int k = 0; k < d; ++k) g += P[int64_t(i) * d + k] * P[int64_t(j) * d + k];
+      worst = ::fmax(worst, ::fabs(g));
+    }
+  return worst;
+}
+
+// One Newton-Schulz step toward the polar factor, P <- P (3I - P^T P) / 2,
+// which converges quadratically from a drift of 1e-12; G and row are scratch
+// (d^2 and d). The polar factor is unique, so two steps give the SVD's U V^T
+// of the CPU's reorthonormalize_if_drifted up to rounding.
+template <class M>
+ROUTELAB_HOST_DEVICE inline void newton_schulz_step(M P, M G, M row, int d) {
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < d; ++j) {
+      double g = 0;
+      for (int k = 0; k < d; ++k) g += P[int64_t(i) * d + k] * P[int64_t(j) * d + k];
+      G[int64_t(j) * d + i] = g;
+    }
+  for (int r = 0; r < d; ++r) {
+    for (int j = 0; j < d; ++j) {
+      double pg = 0;
+      for (int k = 0; k < d; ++k) pg += P[int64_t(k) * d + r] * G[int64_t(j) * d + k];
+      row[j] = 1.5 * P[int64_t(j) * d + r] - 0.5 * pg;
+    }
+    for (int j = 0; j < d; ++j) P[int64_t(j) * d + r] = row[j];
+  }
+}
+
+// P <- its polar factor, by two Newton-Schulz steps, when its drift exceeds
+// tol (reorthonormalize_if_drifted's SVD on the CPU); G and row as above.
+template <class M>
+ROUTELAB_HOST_DEVICE inline void polar_correct_if_drifted(M P, M G, M row, int d, double tol) {
+  if (!(orthogonality_drift(P, d) > tol)) return;
+  newton_schulz_step(P, G, row, d);
+  newton_schulz_step(P, G, row, d);
+}
+
 // ---------------------------------------------------------------------------
 // A step law as a kernel sees it: its family and parameters, no virtual calls.
 // StepLaw::kernel() gives it for the families above; the pointers point into
