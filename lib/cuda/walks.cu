@@ -21,17 +21,25 @@ constexpr int kWalkThreads = 128;
 constexpr std::size_t kWindowBytes = std::size_t(1) << 30;
 
 // The law with its parameter arrays (SO(2) half-widths, Gaussian normals'
-// standard deviations) copied to the device.
+// standard deviations, skewexp's Q and lambdas, the SO(3) heat angle table)
+// copied to the device, one after another in one buffer.
 struct DeviceLaw {
   DeviceBuffer<double> params;
   StepKernel k;
   explicit DeviceLaw(const StepKernel& host) : k(host) {
     std::vector<double> p;
-    if (host.family == KernelFamily::so2) p.assign(host.widths, host.widths + host.d / 2);
-    if (host.family == KernelFamily::householder && host.sigma) p.assign(host.sigma, host.sigma + host.d);
+    auto append = [&p](const double* a, std::size_t n) {
+      const std::size_t at = p.size();
+      if (a) p.insert(p.end(), a, a + n);
+      return at;
+    };
+    const std::size_t widths_at = append(host.widths, std::size_t(host.d / 2));
+    const std::size_t sigma_at = append(host.sigma, std::size_t(host.d));
+    const std::size_t table_at = append(host.table, std::size_t(host.table_size));
     params = DeviceBuffer<double>(p);
-    k.widths = host.family == KernelFamily::so2 ? params.data() : nullptr;
-    k.sigma = host.family == KernelFamily::householder && host.sigma ? params.data() : nullptr;
+    if (host.widths) k.widths = params.data() + widths_at;
+    if (host.sigma) k.sigma = params.data() + sigma_at;
+    if (host.table) k.table = params.data() + table_at;
   }
 };
 
