@@ -8,7 +8,8 @@
 
 namespace routelab {
 
-const char* const kGpuFamilies = "so2, givens, householder, axis3, haar";
+const char* const kGpuFamilies =
+    "so2, givens, householder, axis3, haar, nonnormal, skewexp, fisher, lieball, heat, dithered";
 
 std::string gpu_family_refusal(const Params& p) {
   if (make_step_law(p)->kernel()) return "";

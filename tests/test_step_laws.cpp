@@ -35,6 +35,7 @@ std::vector<LawCase> law_cases() {
       {"fisher3", params_for("fisher", {{"d", "3"}})},
       {"lieball3", params_for("lieball", {{"d", "3"}})},
       {"lieball4_bump", params_for("lieball", {{"d", "4"}, {"density", "bump"}})},
+      {"lieball8_pi", params_for("lieball", {{"d", "8"}, {"r", "3.141592653589793"}})},
       {"haar_o", params_for("haar", {{"d", "6"}, {"group", "o"}})},
       {"haar_so", params_for("haar", {{"d", "6"}, {"group", "so"}})},
       {"dithered_minus", params_for("dithered", {{"d", "4"}, {"tau", "0.2"}})},
@@ -80,6 +81,27 @@ TEST_P(StepLawTest, DrawIsAFunctionOfSeedAndStream) {
   law->draw(s3, c.data());
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
+}
+
+// The law's kernel (groups/step_kernels.h, what the GPU runs) on the host:
+// the same words drawn and the same step matrix as the law's own draw and
+// apply, to rounding (Eigen's products, and Eigen's exponential against
+// exp_skew_taylor for lieball and the heat walk).
+TEST_P(StepLawTest, KernelDrawsTheLawsSteps) {
+  auto law = make_step_law(GetParam().params);
+  const auto k = law->kernel();
+  ASSERT_TRUE(k) << "every family has a GPU path";
+  const int d = law->dim();
+  std::vector<double> step(law->step_size()), kernel_step(k->step_size());
+  for (uint64_t i = 0; i < 50; ++i) {
+    Stream s1(13, i), s2(13, i);
+    law->draw(s1, step.data());
+    kernel_draw(*k, s2, kernel_step.data());
+    EXPECT_EQ(s1.next_u32(), s2.next_u32()) << "sample " << i << ": other words drawn";
+    Mat M = Mat::Identity(d, d);
+    for (int j = 0; j < d; ++j) kernel_apply(*k, kernel_step.data(), M.col(j).data());
+    EXPECT_LT((M - law->matrix(step.data())).cwiseAbs().maxCoeff(), 1e-13) << "sample " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, StepLawTest, ::testing::ValuesIn(law_cases()),

@@ -21,17 +21,25 @@ constexpr int kWalkThreads = 128;
 constexpr std::size_t kWindowBytes = std::size_t(1) << 30;
 
 // The law with its parameter arrays (SO(2) half-widths, Gaussian normals'
-// standard deviations) copied to the device.
+// standard deviations, skewexp's Q and lambdas, the SO(3) heat angle table)
+// copied to the device, one after another in one buffer.
 struct DeviceLaw {
   DeviceBuffer<double> params;
   StepKernel k;
   explicit DeviceLaw(const StepKernel& host) : k(host) {
     std::vector<double> p;
-    if (host.family == KernelFamily::so2) p.assign(host.widths, host.widths + host.d / 2);
-    if (host.family == KernelFamily::householder && host.sigma) p.assign(host.sigma, host.sigma + host.d);
+    auto append = [&p](const double* a, std::size_t n) {
+      const std::size_t at = p.size();
+      if (a) p.insert(p.end(), a, a + n);
+      return at;
+    };
+    const std::size_t widths_at = append(host.widths, std::size_t(host.d / 2));
+    const std::size_t sigma_at = append(host.sigma, std::size_t(host.d));
+    const std::size_t table_at = append(host.table, std::size_t(host.table_size));
     params = DeviceBuffer<double>(p);
-    k.widths = host.family == KernelFamily::so2 ? params.data() : nullptr;
-    k.sigma = host.family == KernelFamily::householder && host.sigma ? params.data() : nullptr;
+    if (host.widths) k.widths = params.data() + widths_at;
+    if (host.sigma) k.sigma = params.data() + sigma_at;
+    if (host.table) k.table = params.data() + table_at;
   }
 };
 
@@ -92,49 +100,6 @@ __device__ inline Strided scratch_vector(const Window& a, int64_t e0, int64_t w)
   return {a.scratch + e0 * a.W + w, a.W};
 }
 
-// m <- I (d x d).
-template <class M>
-__device__ void set_identity(M m, int d) {
-  for (int j = 0; j < d; ++j)
-    for (int i = 0; i < d; ++i) m[int64_t(j) * d + i] = i == j ? 1.0 : 0.0;
-}
-
-// ---------------------------------------------------------------------------
-// Matrices of one walk, column-major: entry (i, j) is m[j d + i].
-
-// max_ij |(P^T P - I)_ij|, as reorthonormalize_if_drifted measures it.
-__device__ double orthogonality_drift(Strided P, int d) {
-  double worst = 0;
-  for (int i = 0; i < d; ++i)
-    for (int j = 0; j < d; ++j) {
-      double g = i == j ? -1.0 : 0.0;
-      for (int k = 0; k < d; ++k) g += P[int64_t(i) * d + k] * P[int64_t(j) * d + k];
-      worst = fmax(worst, fabs(g));
-    }
-  return worst;
-}
-
-// One Newton-Schulz step toward the polar factor, P <- P (3I - P^T P) / 2,
-// which converges quadratically from a drift of 1e-12; G and row are scratch
-// (d^2 and d). The polar factor is unique, so this is the SVD's U V^T of the
-// CPU's reorthonormalize_if_drifted up to rounding.
-__device__ void newton_schulz_step(Strided P, Strided G, Strided row, int d) {
-  for (int i = 0; i < d; ++i)
-    for (int j = 0; j < d; ++j) {
-      double g = 0;
-      for (int k = 0; k < d; ++k) g += P[int64_t(i) * d + k] * P[int64_t(j) * d + k];
-      G[int64_t(j) * d + i] = g;
-    }
-  for (int r = 0; r < d; ++r) {
-    for (int j = 0; j < d; ++j) {
-      double pg = 0;
-      for (int k = 0; k < d; ++k) pg += P[int64_t(k) * d + r] * G[int64_t(j) * d + k];
-      row[j] = 1.5 * P[int64_t(j) * d + r] - 0.5 * pg;
-    }
-    for (int j = 0; j < d; ++j) P[int64_t(j) * d + r] = row[j];
-  }
-}
-
 // walk_scores with q = e_1 from x, which holds k on entry: after each step
 // t = 1..n, on_score(t, e_1^T x_t); |x| is restored to |k| every
 // kReorthonormalizeEvery steps.
@@ -188,10 +153,7 @@ __global__ void __launch_bounds__(kWalkThreads)
   for (long long t = 1; t <= ns[C - 1]; ++t) {
     kernel_draw(law, s, step);
     for (int j = 0; j < d; ++j) kernel_apply(law, step, offset(P, j * d));
-    if (t % kReorthonormalizeEvery == 0 && orthogonality_drift(P, d) > kDriftTolerance) {
-      newton_schulz_step(P, A, row, d);
-      newton_schulz_step(P, A, row, d);
-    }
+    if (t % kReorthonormalizeEvery == 0) polar_correct_if_drifted(P, A, row, d, kDriftTolerance);
     if (c < C && t == ns[c]) {
       double tr = 0;
       for (int i = 0; i < d; ++i) tr += P[int64_t(i) * d + i];

@@ -9,8 +9,11 @@
 // by rounding (CUDA's log, sin, cos against libm's and libmvec's, FMA
 // contraction, sums in another order, the polar factor by Newton-Schulz
 // instead of an SVD, should a walk drift past 1e-12, which those of at most
-// 1e5 steps do not), about 1e-16 per step, growing linearly along a walk.
-// tests/test_gpu_sims.cpp holds every sim's rows to 1e-9 relative.
+// 1e5 steps do not), about 1e-16 per step, growing linearly along a walk;
+// about 1e-15 per step where a draw takes a matrix exponential (lieball, the
+// heat walk at d >= 4: a Taylor polynomial against Eigen's Pade approximant,
+// groups/step_kernels_dense.h). tests/test_gpu_sims.cpp holds every sim's
+// rows to 1e-9 relative.
 //
 // Plain C++: no CUDA header is needed to include this. Host arrays in and
 // out; device memory is allocated per call, in windows of samples sized to

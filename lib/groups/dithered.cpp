@@ -28,6 +28,17 @@ void Dithered::apply_matrix(const double* step, Mat& P) const {
   if (step[d * d + d] != 0) reflection_.apply_matrix(step + d * d, P);
 }
 
+// The CPU draws and applies as dithered_draw and dithered_apply do, with the
+// heat walk's and the product's arithmetic Eigen's (heat.cpp); the kernel's
+// step also carries the heat draw's workspace.
+std::optional<StepKernel> Dithered::kernel() const {
+  StepKernel k = *reflection_.kernel();
+  k.family = KernelFamily::dithered;
+  k.mixed = mixed_;
+  heat_.fill_kernel(k);
+  return k;
+}
+
 // Example 6: E[M] = E[L] a_tau, E[L] = I - 2 Sigma_nu (minus) or I - Sigma_nu (mixed).
 std::optional<Mat> Dithered::mean() const {
   Mat L = *reflection_.mean();

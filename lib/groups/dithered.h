@@ -24,6 +24,7 @@ class Dithered : public StepLaw {
   void apply_matrix(const double* step, Mat& P) const override;
   std::optional<Mat> mean() const override;
   std::optional<Mat> second_moment() const override;
+  std::optional<StepKernel> kernel() const override;
   std::string closed_form_text() const override;
 
  private:

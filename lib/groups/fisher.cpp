@@ -1,6 +1,5 @@
 #include "groups/fisher.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include <fmt/core.h>
@@ -10,40 +9,16 @@
 
 namespace routelab {
 
-double von_mises(Stream& s, double kappa) {
-  if (kappa < 1e-8) return M_PI * (2.0 * s.uniform() - 1.0);
-  // Best-Fisher wrapped-Cauchy envelope, in the numerically stable form of
-  // numpy's sampler (the series branch avoids 0/0 at small kappa).
-  double r;
-  if (kappa < 1e-5) {
-    r = 1.0 / kappa + kappa;
-  } else {
-    const double t = 1.0 + std::sqrt(1.0 + 4.0 * kappa * kappa);
-    const double rho = (t - std::sqrt(2.0 * t)) / (2.0 * kappa);
-    r = (1.0 + rho * rho) / (2.0 * rho);
-  }
-  double w;
-  while (true) {
-    const double z = std::cos(M_PI * s.uniform());
-    w = (1.0 + r * z) / (r + z);
-    const double y = kappa * (r - w);
-    const double v = s.uniform();
-    if (y * (2.0 - y) - v >= 0 || std::log(y / v) + 1.0 - y >= 0) break;
-  }
-  const double theta = std::acos(std::clamp(w, -1.0, 1.0));
-  return s.uniform() < 0.5 ? -theta : theta;
-}
-
 void Fisher::draw(Stream& s, double* step) const {
   const int d = dim();
   Eigen::Map<Mat> Q(step, d, d);
   if (d == 2) {
-    const double theta = von_mises(s, 2.0 * kappa_);
-    const double c = std::cos(theta), sn = std::sin(theta);
-    Q << c, -sn, sn, c;
+    fisher_so2_draw(s, kappa_, step);
     return;
   }
   // Accept iff log u < kappa (tr Q - d): exp(tr(A^T Q) - m_A) <= 1 on SO(d).
+  // fisher_draw with haar_sample's vectorised Gram-Schmidt (the GPU's
+  // haar_draw sums in another order).
   while (true) {
     Mat P = haar_sample(s, d, true);
     if (std::log(s.uniform()) < kappa_ * (P.trace() - d)) {

@@ -19,8 +19,8 @@
 
 namespace routelab {
 
-// theta ~ vonMises(0, kappa_vm) on (-pi, pi], kappa_vm >= 0 (Best and Fisher 1979).
-double von_mises(Stream& s, double kappa_vm);
+// von_mises(s, kappa_vm): theta ~ vonMises(0, kappa_vm), is in
+// groups/step_kernels_dense.h, with the draw the GPU shares.
 
 // Acceptance rates below this are refused.
 constexpr double kFisherMinAcceptance = 1e-3;
@@ -34,6 +34,9 @@ class Fisher : public DenseStepLaw {
   HaarLimit haar_limit() const override { return HaarLimit::yes; }
   void draw(Stream& s, double* step) const override;
   std::optional<Mat> mean() const override;
+  std::optional<StepKernel> kernel() const override {
+    return StepKernel{.family = KernelFamily::fisher, .d = dim(), .kappa = kappa_};
+  }
   std::string closed_form_text() const override;
 
  private:

@@ -7,7 +7,6 @@
 #include <fmt/core.h>
 #include <unsupported/Eigen/MatrixFunctions>
 
-#include "groups/axis3.h"
 #include "theory/heat_kernel.h"
 
 namespace routelab {
@@ -24,13 +23,8 @@ void DenseStepLaw::apply_matrix(const double* step, Mat& P) const {
 }
 
 Mat skew_from_coords(const double* x, int d) {
-  Mat X = Mat::Zero(d, d);
-  int k = 0;
-  for (int p = 0; p < d; ++p)
-    for (int q = p + 1; q < d; ++q, ++k) {
-      X(p, q) = x[k];
-      X(q, p) = -x[k];
-    }
+  Mat X(d, d);
+  skew_matrix(d, x, X.data());
   return X;
 }
 
@@ -39,43 +33,18 @@ Mat exp_skew(const Mat& X) { return X.exp(); }
 So3HeatAngle::So3HeatAngle(double tau) {
   // Beyond 13 sqrt(tau) the mass is below 1e-30 (the small-tau law is
   // sqrt(tau) chi_3), so the grid covers only where the angle lives.
-  constexpr int kCells = 4096;
+  constexpr int kCells = kSo3HeatCells, n = kCells + 1;
   const double theta_max = std::min(M_PI, 13.0 * std::sqrt(tau));
-  theta_.resize(kCells + 1);
-  cdf_.resize(kCells + 1);
-  pdf_.resize(kCells + 1);
+  table_.resize(3 * n);
+  double *theta = table_.data(), *cdf = theta + n, *pdf = cdf + n;
   for (int i = 0; i <= kCells; ++i) {
-    theta_[i] = theta_max * i / kCells;
-    cdf_[i] = theory::heat_kernel_so3_angle_cdf(tau, theta_[i]);
-    pdf_[i] = theory::heat_kernel_so3_angle_density(tau, theta_[i]);
+    theta[i] = theta_max * i / kCells;
+    cdf[i] = theory::heat_kernel_so3_angle_cdf(tau, theta[i]);
+    pdf[i] = theory::heat_kernel_so3_angle_density(tau, theta[i]);
   }
   // Rounding in the series can leave a node a few ulps out of order; the
-  // search below needs a nondecreasing table.
-  for (int i = 1; i <= kCells; ++i) cdf_[i] = std::max(cdf_[i], cdf_[i - 1]);
-}
-
-double So3HeatAngle::quantile(double u) const {
-  if (u <= cdf_.front()) return theta_.front();
-  if (u >= cdf_.back()) return theta_.back();
-  const std::size_t i = std::upper_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin() - 1;
-  const double dt = theta_[i + 1] - theta_[i];
-  const double f0 = cdf_[i], f1 = cdf_[i + 1], m0 = dt * pdf_[i], m1 = dt * pdf_[i + 1];
-  // Solve H(t) = u for the cubic Hermite interpolant on the cell, Newton
-  // safeguarded by bisection on [0, 1].
-  double lo = 0, hi = 1, t = f1 > f0 ? (u - f0) / (f1 - f0) : 0.5;
-  for (int it = 0; it < 60; ++it) {
-    const double t2 = t * t, t3 = t2 * t;
-    const double h = f0 * (2 * t3 - 3 * t2 + 1) + m0 * (t3 - 2 * t2 + t) + f1 * (3 * t2 - 2 * t3) + m1 * (t3 - t2);
-    const double dh = (f1 - f0) * (6 * t - 6 * t2) + m0 * (3 * t2 - 4 * t + 1) + m1 * (3 * t2 - 2 * t);
-    const double f = h - u;
-    if (f > 0) hi = t; else lo = t;
-    if (f == 0 || hi - lo < 1e-15) break;
-    double next = dh > 0 ? t - f / dh : -1.0;
-    if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
-    if (std::abs(next - t) < 1e-15) break;
-    t = next;
-  }
-  return theta_[i] + t * dt;
+  // search in so3_heat_quantile needs a nondecreasing table.
+  for (int i = 1; i <= kCells; ++i) cdf[i] = std::max(cdf[i], cdf[i - 1]);
 }
 
 HeatSampler::HeatSampler(int d, double tau, double heat_h, HeatMethod method)
@@ -85,24 +54,13 @@ HeatSampler::HeatSampler(int d, double tau, double heat_h, HeatMethod method)
 }
 
 void HeatSampler::draw(Stream& s, double* out) const {
+  if (method_ == HeatMethod::exact) {
+    heat_exact_draw(s, d_, tau_, so3_ ? so3_->table() : nullptr, out);
+    return;
+  }
+  // heat_walk_draw with Eigen's exponential and products and an SVD for the
+  // correction (the GPU's are exp_skew_taylor, matrix_product, Newton-Schulz).
   Eigen::Map<Mat> G(out, d_, d_);
-  if (method_ == HeatMethod::exact && d_ == 2) {
-    const double theta = std::sqrt(tau_) * s.normal();
-    const double c = std::cos(theta), sn = std::sin(theta);
-    G << c, -sn, sn, c;
-    return;
-  }
-  if (method_ == HeatMethod::exact) {  // d = 3
-    const double theta = so3_->quantile(s.uniform());
-    double n[3];
-    s.normals(n, 3);
-    const double inv = 1.0 / std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-    for (double& c : n) c *= inv;
-    G.setIdentity();
-    const double c = std::cos(theta), sn = std::sin(theta);
-    for (int j = 0; j < 3; ++j) rodrigues_rotate(n, c, sn, G.col(j).data());
-    return;
-  }
   const theory::HeatWalkSteps w = theory::heat_walk_steps(tau_, heat_h_);
   const double sqrt_h = std::sqrt(w.h);
   std::vector<double> z(so_dim(d_));
@@ -115,6 +73,19 @@ void HeatSampler::draw(Stream& s, double* out) const {
   // n products drift by about n * 1e-16; keep steps orthogonal to 1e-13.
   reorthonormalize_if_drifted(P, 1e-13);
   G = P;
+}
+
+void HeatSampler::fill_kernel(StepKernel& k) const {
+  k.tau = tau_;
+  if (method_ == HeatMethod::walk) {
+    const theory::HeatWalkSteps w = theory::heat_walk_steps(tau_, heat_h_);
+    k.heat_steps = w.n;
+    k.heat_h = w.h;
+  }
+  if (so3_) {
+    k.table = so3_->table();
+    k.table_size = so3_->table_size();
+  }
 }
 
 double HeatSampler::mean_scalar() const {
@@ -139,6 +110,12 @@ HeatSampler parse_heat(const Params& p, int d) {
 
 // Heat kernel on SO(d): moments
 std::optional<Mat> Heat::mean() const { return Mat(sampler_.mean_scalar() * Mat::Identity(dim(), dim())); }
+
+std::optional<StepKernel> Heat::kernel() const {
+  StepKernel k{.family = KernelFamily::heat, .d = dim()};
+  sampler_.fill_kernel(k);
+  return k;
+}
 
 std::string Heat::closed_form_text() const {
   return "E[G] = exp(-(d-1) tau/2) I exactly for d <= 3; for d >= 4 the walk's own c(h)^n I, "

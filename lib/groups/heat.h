@@ -38,15 +38,19 @@ Mat skew_from_coords(const double* x, int d);
 Mat exp_skew(const Mat& X);
 
 // The SO(3) heat-kernel rotation angle by inverse CDF: the exact CDF and
-// density are tabulated once on a grid, and a draw inverts the cubic Hermite
-// interpolant on its cell (error O(grid^4), below 1e-12 in the CDF).
+// density are tabulated once on a grid of kSo3HeatCells cells, and a draw
+// inverts the cubic Hermite interpolant on its cell (error O(grid^4), below
+// 1e-12 in the CDF; so3_heat_quantile, shared with the GPU).
 class So3HeatAngle {
  public:
   explicit So3HeatAngle(double tau);
-  double quantile(double u) const;
+  double quantile(double u) const { return so3_heat_quantile(table_.data(), u); }
+  // The nodes, then the CDF, then the density at them.
+  const double* table() const { return table_.data(); }
+  int table_size() const { return int(table_.size()); }
 
  private:
-  std::vector<double> theta_, cdf_, pdf_;
+  std::vector<double> table_;
 };
 
 enum class HeatMethod { exact, walk };
@@ -59,6 +63,8 @@ class HeatSampler {
 
   // One step G, d x d column-major.
   void draw(Stream& s, double* G) const;
+  // k's heat fields (tau, heat_steps, heat_h, the SO(3) angle table).
+  void fill_kernel(StepKernel& k) const;
   // E[G] = mean_scalar() I for the law actually sampled.
   double mean_scalar() const;
   // E[G (x) G]: exact kernel, or the walk's own to O(tau h^2).
@@ -89,6 +95,7 @@ class Heat : public DenseStepLaw {
   void draw(Stream& s, double* step) const override { sampler_.draw(s, step); }
   std::optional<Mat> mean() const override;
   std::optional<Mat> second_moment() const override { return sampler_.second_moment(); }
+  std::optional<StepKernel> kernel() const override;
   std::string closed_form_text() const override;
   const HeatSampler& sampler() const { return sampler_; }
 

@@ -10,19 +10,15 @@
 namespace routelab {
 
 void LieBall::draw(Stream& s, double* step) const {
-  const int n = so_dim(dim());
-  // The radius fraction t = U^{1/n} is independent of the direction, so the
-  // bump's rejection needs only t.
-  double t;
-  do t = std::pow(s.uniform(), 1.0 / n);
-  while (density_ == BallDensity::bump && !(s.uniform() < std::exp(1.0 - 1.0 / (1.0 - t * t))));
-  std::vector<double> x(n);
-  s.normals(x.data(), n);
-  double norm2 = 0;
-  for (double v : x) norm2 += v * v;
-  const double scale = r_ * t / std::sqrt(norm2);
-  for (double& v : x) v *= scale;
+  // lieball_draw with Eigen's exponential (the GPU's is exp_skew_taylor).
+  std::vector<double> x(so_dim(dim()));
+  lieball_coords_draw(s, int(x.size()), r_, density_ == BallDensity::bump, x.data());
   Eigen::Map<Mat>(step, dim(), dim()) = exp_skew(skew_from_coords(x.data(), dim()));
+}
+
+std::optional<StepKernel> LieBall::kernel() const {
+  return StepKernel{
+      .family = KernelFamily::lieball, .d = dim(), .radius = r_, .bump = density_ == BallDensity::bump};
 }
 
 // Lie-ball: the law is Ad-invariant, so E M = (E tr M / d) I for every d and

@@ -25,6 +25,7 @@ class LieBall : public DenseStepLaw {
   HaarLimit haar_limit() const override { return HaarLimit::yes; }
   void draw(Stream& s, double* step) const override;
   std::optional<Mat> mean() const override;
+  std::optional<StepKernel> kernel() const override;
   std::string closed_form_text() const override;
 
  private:

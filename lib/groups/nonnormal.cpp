@@ -1,22 +1,8 @@
 #include "groups/nonnormal.h"
 
-#include <cmath>
-
-#include "groups/axis3.h"
 #include "groups/family.h"
 
 namespace routelab {
-
-namespace {
-const double kAxis[3] = {0.6, 0.0, 0.8};
-}
-
-void NonNormal::apply(const double* step, double* x) const {
-  if (step[0] == 0.0)
-    rodrigues_rotate(kAxis, std::cos(1.0), std::sin(1.0), x);
-  else
-    x[0] = -x[0];
-}
 
 std::optional<Mat> NonNormal::mean() const {
   const double zero = 0.0, one = 1.0;

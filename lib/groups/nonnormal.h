@@ -13,9 +13,10 @@ class NonNormal : public StepLaw {
   std::string family() const override { return "nonnormal"; }
   DetClass det_class() const override { return DetClass::mixed; }
   int step_size() const override { return 1; }  // 0: rotation, 1: reflection
-  void draw(Stream& s, double* step) const override { step[0] = double(s.next_u32() & 1u); }
-  void apply(const double* step, double* x) const override;
+  void draw(Stream& s, double* step) const override { nonnormal_draw(s, step); }
+  void apply(const double* step, double* x) const override { nonnormal_apply(step, x); }
   std::optional<Mat> mean() const override;
+  std::optional<StepKernel> kernel() const override { return StepKernel{.family = KernelFamily::nonnormal, .d = 3}; }
   std::string closed_form_text() const override { return "E[M] = (R_0 + H(e_1))/2, not normal; beta = 0.9577"; }
 };
 

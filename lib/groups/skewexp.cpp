@@ -13,8 +13,12 @@ namespace routelab {
 SkewExp::SkewExp(int d, double a, std::vector<double> lambdas) : StepLaw(d), a_(a), lambdas_(std::move(lambdas)) {
   Stream s(0x5eed, 0);
   Q_ = haar_sample(s, d, true);
+  table_.assign(Q_.data(), Q_.data() + Q_.size());
+  table_.insert(table_.end(), lambdas_.begin(), lambdas_.end());
 }
 
+// The CPU keeps Eigen's products (their sums run in another order than
+// skewexp_apply's, which the GPU uses).
 void SkewExp::apply(const double* step, double* x) const {
   // x <- Q R(eps lambda) Q^T x
   Eigen::Map<Vec> v(x, dim());
@@ -27,6 +31,11 @@ void SkewExp::apply(const double* step, double* x) const {
     y(2 * j + 1) = s * y0 + c * y1;
   }
   v = Q_ * y;
+}
+
+std::optional<StepKernel> SkewExp::kernel() const {
+  return StepKernel{
+      .family = KernelFamily::skewexp, .d = dim(), .a = a_, .table = table_.data(), .table_size = int(table_.size())};
 }
 
 // Example 5: E exp(eps A) = Q diag(E R(eps lambda_j)) Q^T, and E sin(eps l) = 0.

@@ -1,12 +1,14 @@
 // The step laws' draw and apply, written once for the CPU and the GPU.
 //
-// The StepLaw classes (so2.h, givens.h, householder.h, axis3.h) call these
-// functions on plain arrays; lib/cuda/walks.cu calls the same functions from a
-// GPU thread, on vectors laid out with a stride (one walk per thread, walks
-// interleaved so a warp's loads coalesce). Both draw from rng/stream.h's
-// Stream, so a device walk consumes exactly the words, in the same order, as
-// the CPU walk on the same (seed, stream): the steps agree up to the last bits
-// of a library log, sin or cos and the order of a sum.
+// The StepLaw classes (so2.h, givens.h, householder.h, axis3.h, and those
+// of step_kernels_dense.h where they can) call these functions on plain
+// arrays; lib/cuda/walks.cu calls the same functions from a GPU thread, on
+// vectors laid out with a stride (one walk per thread, walks interleaved so a
+// warp's loads coalesce). Both draw from rng/stream.h's Stream, so a device
+// walk consumes exactly the words, in the same order, as the CPU walk on the
+// same (seed, stream): the steps agree up to the last bits of a library log,
+// sin or cos and the order of a sum (step_kernels_dense.h: and of a matrix
+// exponential).
 //
 // A "vector" V below is anything indexable as v[i] -> double&: a double*, or
 // Strided on the device.
@@ -266,12 +268,82 @@ ROUTELAB_HOST_DEVICE inline void matrix_apply(int d, S Q, S tmp, V x) {
   for (int i = 0; i < d; ++i) x[i] = tmp[i];
 }
 
+// m <- I (d x d).
+template <class M>
+ROUTELAB_HOST_DEVICE inline void set_identity(M m, int d) {
+  for (int j = 0; j < d; ++j)
+    for (int i = 0; i < d; ++i) m[int64_t(j) * d + i] = i == j ? 1.0 : 0.0;
+}
+
+// C <- A B (d x d; C is neither A nor B).
+template <class MA, class MB, class MC>
+ROUTELAB_HOST_DEVICE inline void matrix_product(int d, MA A, MB B, MC C) {
+  for (int j = 0; j < d; ++j)
+    for (int i = 0; i < d; ++i) {
+      double sum = 0;
+      for (int k = 0; k < d; ++k) sum += A[int64_t(k) * d + i] * B[int64_t(j) * d + k];
+      C[int64_t(j) * d + i] = sum;
+    }
+}
+
+// max_ij |(P^T P - I)_ij|, as reorthonormalize_if_drifted measures it.
+template <class M>
+ROUTELAB_HOST_DEVICE inline double orthogonality_drift(M P, int d) {
+  double worst = 0;
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < d; ++j) {
+      double g = i == j ? -1.0 : 0.0;
+      for (int k = 0; k < d; ++k) g += P[int64_t(i) * d + k] * P[int64_t(j) * d + k];
+      worst = ::fmax(worst, ::fabs(g));
+    }
+  return worst;
+}
+
+// One Newton-Schulz step toward the polar factor, P <- P (3I - P^T P) / 2,
+// which converges quadratically from a drift of 1e-12; G and row are scratch
+// (d^2 and d). The polar factor is unique, so two steps give the SVD's U V^T
+// of the CPU's reorthonormalize_if_drifted up to rounding.
+template <class M>
+ROUTELAB_HOST_DEVICE inline void newton_schulz_step(M P, M G, M row, int d) {
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < d; ++j) {
+      double g = 0;
+      for (int k = 0; k < d; ++k) g += P[int64_t(i) * d + k] * P[int64_t(j) * d + k];
+      G[int64_t(j) * d + i] = g;
+    }
+  for (int r = 0; r < d; ++r) {
+    for (int j = 0; j < d; ++j) {
+      double pg = 0;
+      for (int k = 0; k < d; ++k) pg += P[int64_t(k) * d + r] * G[int64_t(j) * d + k];
+      row[j] = 1.5 * P[int64_t(j) * d + r] - 0.5 * pg;
+    }
+    for (int j = 0; j < d; ++j) P[int64_t(j) * d + r] = row[j];
+  }
+}
+
+// P <- its polar factor, by two Newton-Schulz steps, when its drift exceeds
+// tol (reorthonormalize_if_drifted's SVD on the CPU); G and row as above.
+template <class M>
+ROUTELAB_HOST_DEVICE inline void polar_correct_if_drifted(M P, M G, M row, int d, double tol) {
+  if (!(orthogonality_drift(P, d) > tol)) return;
+  newton_schulz_step(P, G, row, d);
+  newton_schulz_step(P, G, row, d);
+}
+
+}  // namespace routelab
+
+// nonnormal, skewexp, fisher, lieball, heat, dithered: they use the functions
+// above, and the dispatch below uses theirs.
+#include "groups/step_kernels_dense.h"
+
+namespace routelab {
+
 // ---------------------------------------------------------------------------
 // A step law as a kernel sees it: its family and parameters, no virtual calls.
 // StepLaw::kernel() gives it for the families above; the pointers point into
 // the law's own arrays (host memory; the GPU side copies them).
 
-enum class KernelFamily { so2, givens, householder, axis3, haar };
+enum class KernelFamily { so2, givens, householder, axis3, haar, nonnormal, skewexp, fisher, lieball, heat, dithered };
 
 struct StepKernel {
   KernelFamily family = KernelFamily::so2;
@@ -282,16 +354,35 @@ struct StepKernel {
   bool special = false;  // haar: SO(d) rather than O(d)
   NormalLaw normals = NormalLaw::sphere;  // householder
   const double* widths = nullptr;  // so2: the B half-widths a_b
-  const double* sigma = nullptr;   // householder, gaussian normals: d standard deviations
-  // Doubles of one drawn step with its workspace (haar: the matrix, then
-  // d^2 + d for the draw, whose last d the apply reuses).
+  const double* sigma = nullptr;   // householder, dithered, gaussian normals: d standard deviations
+  double kappa = 0;      // fisher: concentration
+  double radius = 0;     // lieball: ball radius r
+  bool bump = false;     // lieball: the bump density rather than the uniform ball
+  bool mixed = false;    // dithered: reflect with probability 1/2, not always
+  double tau = 0;        // heat, dithered: Brownian time
+  int heat_steps = 0;    // heat, dithered: 0 for the exact kernel (d <= 3), else the walk's steps of heat_h
+  double heat_h = 0;
+  // skewexp: Q (d x d) then the d/2 lambda_j; heat, dithered, exact at d = 3:
+  // the angle table of so3_heat_quantile (3 (kSo3HeatCells + 1)).
+  const double* table = nullptr;
+  int table_size = 0;
+  // Doubles of one drawn step with its workspace (haar, fisher: the matrix,
+  // then d^2 + d for the draw, whose last d the apply reuses; lieball, heat:
+  // the matrix, then the draw's workspace, whose first d the apply reuses).
   int step_size() const {
+    const int dd = d * d;
     switch (family) {
       case KernelFamily::so2: return d / 2;
       case KernelFamily::givens: return 3;
       case KernelFamily::householder:
       case KernelFamily::axis3: return d;
-      case KernelFamily::haar: return 2 * d * d + d;
+      case KernelFamily::haar:
+      case KernelFamily::fisher: return 2 * dd + d;
+      case KernelFamily::nonnormal: return 1;
+      case KernelFamily::skewexp: return 1 + d;
+      case KernelFamily::lieball: return dd + kLieBallWork * dd;
+      case KernelFamily::heat: return dd + kHeatWork * dd;
+      case KernelFamily::dithered: return dd + d + 1 + kHeatWork * dd;
     }
     return d;
   }
@@ -306,6 +397,16 @@ ROUTELAB_HOST_DEVICE inline void kernel_draw(const StepKernel& k, Stream& s, V s
     case KernelFamily::householder: householder_normal_draw(s, k.normals, k.sigma, step, k.d); break;
     case KernelFamily::axis3: axis3_draw(s, k.d, step); break;
     case KernelFamily::haar: haar_draw(s, k.d, k.special, step, offset(step, k.d * k.d)); break;
+    case KernelFamily::nonnormal: nonnormal_draw(s, step); break;
+    case KernelFamily::skewexp: skewexp_draw(s, k.a, step); break;
+    case KernelFamily::fisher: fisher_draw(s, k.d, k.kappa, step, offset(step, k.d * k.d)); break;
+    case KernelFamily::lieball: lieball_draw(s, k.d, k.radius, k.bump, step, offset(step, k.d * k.d)); break;
+    case KernelFamily::heat:
+      heat_draw(s, k.d, k.tau, k.heat_steps, k.heat_h, k.table, step, offset(step, k.d * k.d));
+      break;
+    case KernelFamily::dithered:
+      dithered_draw(s, k.d, k.tau, k.heat_steps, k.heat_h, k.table, k.normals, k.sigma, k.mixed, step);
+      break;
   }
 }
 
@@ -316,7 +417,13 @@ ROUTELAB_HOST_DEVICE inline void kernel_apply(const StepKernel& k, S step, V x) 
     case KernelFamily::givens: givens_apply(step, x); break;
     case KernelFamily::householder: householder_step(step, x, k.d); break;
     case KernelFamily::axis3: axis3_apply(k.d, k.theta, step, x); break;
-    case KernelFamily::haar: matrix_apply(k.d, step, offset(step, 2 * k.d * k.d), x); break;
+    case KernelFamily::haar:
+    case KernelFamily::fisher: matrix_apply(k.d, step, offset(step, 2 * k.d * k.d), x); break;
+    case KernelFamily::nonnormal: nonnormal_apply(step, x); break;
+    case KernelFamily::skewexp: skewexp_apply(k.d, k.table, step, offset(step, 1), x); break;
+    case KernelFamily::lieball:
+    case KernelFamily::heat: matrix_apply(k.d, step, offset(step, k.d * k.d), x); break;
+    case KernelFamily::dithered: dithered_apply(k.d, step, x); break;
   }
 }
 
