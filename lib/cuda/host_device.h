@@ -16,3 +16,13 @@
 #else
 #define ROUTELAB_EXEC_CHECK_DISABLE
 #endif
+
+// A large host-device function that a kernel calls from one branch of many:
+// kept out of line on the device so it neither swells every kernel that
+// dispatches to it nor raises their register count (the CPU compiler, and
+// nvcc's host pass, decide for themselves).
+#ifdef __CUDA_ARCH__
+#define ROUTELAB_OUT_OF_LINE __noinline__
+#else
+#define ROUTELAB_OUT_OF_LINE
+#endif

@@ -230,7 +230,7 @@ ROUTELAB_HOST_DEVICE inline bool determinant_positive(M A0, W A, int d) {
 // Used by the GPU (the CPU keeps haar_sample's vectorised Eigen form); the
 // same words in the same order, so the same matrix up to rounding.
 template <class V>
-ROUTELAB_HOST_DEVICE inline void haar_draw(Stream& s, int d, bool special, V Q, V work) {
+ROUTELAB_HOST_DEVICE ROUTELAB_OUT_OF_LINE inline void haar_draw(Stream& s, int d, bool special, V Q, V work) {
   const int64_t dd = int64_t(d) * d;
   for (int64_t e = 0; e < dd; ++e) Q[e] = s.normal();
   V r = offset(work, int(dd));

@@ -121,7 +121,7 @@ ROUTELAB_HOST_DEVICE inline void fisher_so2_draw(Stream& s, double kappa, V Q) {
 // Q (d x d); d >= 3: Haar on SO(d) accepted with probability
 // exp(kappa (tr Q - d)), work d^2 + d (haar_draw's).
 template <class V>
-ROUTELAB_HOST_DEVICE inline void fisher_draw(Stream& s, int d, double kappa, V Q, V work) {
+ROUTELAB_HOST_DEVICE ROUTELAB_OUT_OF_LINE inline void fisher_draw(Stream& s, int d, double kappa, V Q, V work) {
   if (d == 2) {
     fisher_so2_draw(s, kappa, Q);
     return;
@@ -200,7 +200,7 @@ constexpr int kLieBallWork = 3;
 
 // M (d x d); work kLieBallWork d^2.
 template <class V>
-ROUTELAB_HOST_DEVICE inline void lieball_draw(Stream& s, int d, double r, bool bump, V M, V work) {
+ROUTELAB_HOST_DEVICE ROUTELAB_OUT_OF_LINE inline void lieball_draw(Stream& s, int d, double r, bool bump, V M, V work) {
   const int dd = d * d;
   const V x = work, A = offset(work, dd), T = offset(work, 2 * dd);
   lieball_coords_draw(s, d * (d - 1) / 2, r, bump, x);
@@ -300,7 +300,7 @@ ROUTELAB_HOST_DEVICE inline void heat_walk_draw(Stream& s, int d, int steps, dou
 
 // G (d x d): the exact kernel when steps = 0, else the walk; work kHeatWork d^2.
 template <class V>
-ROUTELAB_HOST_DEVICE inline void heat_draw(Stream& s, int d, double tau, int steps, double h, const double* table, V G,
+ROUTELAB_HOST_DEVICE ROUTELAB_OUT_OF_LINE inline void heat_draw(Stream& s, int d, double tau, int steps, double h, const double* table, V G,
                                            V work) {
   if (steps == 0)
     heat_exact_draw(s, d, tau, table, G);
@@ -313,7 +313,7 @@ ROUTELAB_HOST_DEVICE inline void heat_draw(Stream& s, int d, double tau, int ste
 // [G (d x d) | v (d) | 1 if L reflects, else 0 | heat workspace (kHeatWork d^2)].
 
 template <class V>
-ROUTELAB_HOST_DEVICE inline void dithered_draw(Stream& s, int d, double tau, int steps, double h, const double* table,
+ROUTELAB_HOST_DEVICE ROUTELAB_OUT_OF_LINE inline void dithered_draw(Stream& s, int d, double tau, int steps, double h, const double* table,
                                                NormalLaw law, const double* sigma, bool mixed, V step) {
   const int dd = d * d;
   heat_draw(s, d, tau, steps, h, table, step, offset(step, dd + d + 1));
