@@ -286,16 +286,20 @@ ROUTELAB_HOST_DEVICE inline void matrix_product(int d, MA A, MB B, MC C) {
     }
 }
 
+// g0 + (P^T P)_ij: columns i and j of the column-major d x d matrix P dotted,
+// the sum starting from g0.
+template <class M>
+ROUTELAB_HOST_DEVICE inline double column_dot(M P, int i, int j, int d, double g0 = 0.0) {
+  for (int k = 0; k < d; ++k) g0 += P[int64_t(i) * d + k] * P[int64_t(j) * d + k];
+  return g0;
+}
+
 // max_ij |(P^T P - I)_ij|, as reorthonormalize_if_drifted measures it.
 template <class M>
 ROUTELAB_HOST_DEVICE inline double orthogonality_drift(M P, int d) {
   double worst = 0;
   for (int i = 0; i < d; ++i)
-    for (int j = 0; j < d; ++j) {
-      double g = i == j ? -1.0 : 0.0;
-      for (int k = 0; k < d; ++k) g += P[int64_t(i) * d + k] * P[int64_t(j) * d + k];
-      worst = ::fmax(worst, ::fabs(g));
-    }
+    for (int j = 0; j < d; ++j) worst = ::fmax(worst, ::fabs(column_dot(P, i, j, d, i == j ? -1.0 : 0.0)));
   return worst;
 }
 
@@ -306,11 +310,7 @@ ROUTELAB_HOST_DEVICE inline double orthogonality_drift(M P, int d) {
 template <class M>
 ROUTELAB_HOST_DEVICE inline void newton_schulz_step(M P, M G, M row, int d) {
   for (int i = 0; i < d; ++i)
-    for (int j = 0; j < d; ++j) {
-      double g = 0;
-      for (int k = 0; k < d; ++k) g += P[int64_t(i) * d + k] * P[int64_t(j) * d + k];
-      G[int64_t(j) * d + i] = g;
-    }
+    for (int j = 0; j < d; ++j) G[int64_t(j) * d + i] = column_dot(P, i, j, d);
   for (int r = 0; r < d; ++r) {
     for (int j = 0; j < d; ++j) {
       double pg = 0;
