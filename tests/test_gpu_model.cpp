@@ -1,7 +1,8 @@
 // The CUDA model, optimiser and training backend (lib/cuda/model.cpp,
 // adamw.cu, angles.cu, forget_gate.cu, backend.cpp) against the CPU
 // (nn::Model<float>, nn::AdamW, nn::train_run on the CPU backend). For every
-// scheme (Householder ones with PaTH's beta, and once with reflections), on
+// scheme (Householder ones with PaTH's beta, and once with reflections;
+// learned tables once shared by the layers; projected angles), on
 // one batch with perturbed weights (so no bias or
 // LayerNorm weight sits at its initial 0 or 1), an odd length that ends
 // mid-tile and a first_b past 0: the loss, the per-position losses and EVERY
@@ -158,6 +159,15 @@ TEST_F(GpuTest, householder_reflections_match_the_cpu) {
   for (const char* scheme : {"householder_qk", "householder_qkv"}) {
     nn::ModelConfig m = small_model(scheme);
     m.householder_beta = "reflection";
+    expect_model_matches(m, cuda::MatmulMath::fp32, kLossFp32, kGradFp32);
+  }
+}
+
+// learned_shared: one table for every layer, its gradient summed over them.
+TEST_F(GpuTest, a_shared_angle_table_matches_the_cpu) {
+  for (const char* scheme : {"learned_qk", "learned_qkv"}) {
+    nn::ModelConfig m = small_model(scheme);
+    m.learned_shared = true;
     expect_model_matches(m, cuda::MatmulMath::fp32, kLossFp32, kGradFp32);
   }
 }

@@ -21,11 +21,16 @@ namespace {
 using namespace routelab;
 using namespace routelab::nn;
 
-// "householder_qk:reflection" names a scheme and its householder_beta.
+// "householder_qk:reflection" names a scheme and its householder_beta,
+// "learned_qkv:shared" one angle table for all layers, "learned_qk:uniform" a
+// learned_init.
 ModelConfig tiny_config(const std::string& scheme) {
   ModelConfig m;
   const std::size_t colon = scheme.find(':');
-  if (colon != std::string::npos) m.householder_beta = scheme.substr(colon + 1);
+  const std::string option = colon == std::string::npos ? "" : scheme.substr(colon + 1);
+  if (option == "shared") m.learned_shared = true;
+  else if (option == "uniform" || option == "rope") m.learned_init = option;
+  else if (!option.empty()) m.householder_beta = option;
   m.d_model = 8;
   m.heads = 2;
   m.layers = 2;
@@ -70,7 +75,7 @@ std::vector<TensorError> check_gradients(Model<double>& model, const Batch& b, u
   std::vector<TensorError> out;
   const double h = 3e-5;
   for (const auto& t : model.tensors()) {
-    const bool by_token = t.name == "wte" || t.name.ends_with(".angles");
+    const bool by_token = t.name == "wte" || t.name == "angles" || t.name.ends_with(".angles");
     const std::size_t row = by_token ? t.size / 256 : 1;
     double diff2 = 0, g2 = 0, fd2 = 0;
     for (std::size_t j = 0; j < t.size; ++j) {
@@ -118,26 +123,36 @@ INSTANTIATE_TEST_SUITE_P(scheme, nn_grad,
                          ::testing::Values("nope", "rope", "rope_qkv", "random_qk", "random_qkv", "learned_qk",
                                            "learned_qkv", "alibi", "learned_qkv_alibi", "random_qkv_alibi",
                                            "learned_qkv_forget", "householder_qk", "householder_qkv",
-                                           "householder_qk:reflection", "householder_qkv:reflection"));
+                                           "householder_qk:reflection", "householder_qkv:reflection",
+                                           "learned_qkv:shared", "learned_qk:uniform", "projected_qk",
+                                           "projected_qkv"));
 
 // The check itself must be able to fail: an analytic gradient off by one part
-// in 1e5 in a single tensor, the angle table, is caught there and only there.
-TEST(nn_grad, planted_error_is_caught) {
+// in 1e5 in a single tensor (the angle table, the projected angles' weights)
+// is caught there and only there.
+class nn_grad_planted : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
+
+TEST_P(nn_grad_planted, error_is_caught_in_its_tensor_only) {
   omp_set_num_threads(1);
-  Model<double> model(tiny_config("learned_qkv"), 3);
+  const auto& [scheme, tensor] = GetParam();
+  Model<double> model(tiny_config(scheme), 3);
   const Batch b = tiny_batch();
   const auto& ts = model.tensors();
-  const auto it = std::find_if(ts.begin(), ts.end(), [](const ParamTensor& t) { return t.name == "layer1.angles"; });
+  const auto it = std::find_if(ts.begin(), ts.end(), [&](const ParamTensor& t) { return t.name == tensor; });
   ASSERT_NE(it, ts.end());
   const auto errors = check_gradients(model, b, 5, [&](std::vector<double>& g) {
     for (std::size_t j = it->offset; j < it->offset + it->size; ++j) g[j] *= 1 + 1e-5;
   });
   for (const auto& e : errors) {
-    if (e.name == "layer1.angles")
+    if (e.name == tensor)
       EXPECT_GT(e.rel, 1e-6);
     else
       EXPECT_LE(e.rel, 1e-6) << e.name;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(tensor, nn_grad_planted,
+                         ::testing::Values(std::pair<std::string, std::string>{"learned_qkv", "layer1.angles"},
+                                           std::pair<std::string, std::string>{"projected_qkv", "layer1.psiw"}));
 
 }  // namespace

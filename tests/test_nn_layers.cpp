@@ -130,6 +130,7 @@ TEST(nn_schemes, rope_angles_stay_exact_far_past_training_length) {
 
 TEST(nn_schemes, learned_angles_are_running_sums_of_token_rows) {
   ModelConfig m = small_config("learned_qk");
+  m.learned_init = "uniform";
   auto src = make_angle_source<double>(m, 1);
   std::vector<double> table(src->table_size());
   src->init_table(table.data(), 5, 0);
@@ -145,6 +146,76 @@ TEST(nn_schemes, learned_angles_are_running_sums_of_token_rows) {
     }
     for (int v = 0; v < 256; ++v) EXPECT_LE(std::abs(table[v * 4 + j]), f[j]);
   }
+}
+
+// Each start's law: normal entries N(0, sigma^2) (mean within 5 standard
+// errors of 0, variance within 5 of sigma^2, the chi-squared's s.d.
+// sqrt(2/n) relative), uniform ones inside (-f_b, f_b), the RoPE start f_b.
+TEST(nn_schemes, learned_tables_start_with_their_inits_law) {
+  ModelConfig m = routelab::testing::small_model_config("learned_qkv", 2, 16);
+  m.d_model = 128;  // 32 blocks: 8192 entries
+  auto moments = [&](double sigma) {
+    m.learned_init = "normal", m.learned_sigma = sigma;
+    auto src = make_angle_source<double>(m, 1);
+    std::vector<double> table(src->table_size());
+    src->init_table(table.data(), 5, 1);
+    double sum = 0, sum2 = 0;
+    for (double x : table) sum += x, sum2 += x * x;
+    const double n = double(table.size());
+    return std::pair{sum / n, sum2 / n};
+  };
+  const double n = 256.0 * 32, sigma = 0.3;
+  const auto [mean, second] = moments(sigma);
+  EXPECT_LE(std::abs(mean), 5 * sigma / std::sqrt(n));
+  EXPECT_LE(std::abs(second / (sigma * sigma) - 1), 5 * std::sqrt(2 / n));
+  // Planted: a table drawn at 1.2 sigma fails the variance check.
+  EXPECT_GT(std::abs(moments(1.2 * sigma).second / (sigma * sigma) - 1), 5 * std::sqrt(2 / n));
+  const auto f = angle_frequencies(m);
+  for (const char* init : {"uniform", "rope"}) {
+    m.learned_init = init, m.angle_scale = 0.5;
+    auto src = make_angle_source<double>(m, 1);
+    std::vector<double> table(src->table_size());
+    src->init_table(table.data(), 5, 0);
+    for (int v = 0; v < 256; ++v)
+      for (int j = 0; j < 32; ++j) {
+        if (m.learned_init == "rope") EXPECT_EQ(table[v * 32 + j], 0.5 * f[j]);
+        else EXPECT_LE(std::abs(table[v * 32 + j]), 0.5 * f[j]);
+      }
+  }
+}
+
+TEST(nn_schemes, initial_beta_is_each_inits_closed_form) {
+  ModelConfig m = small_config("learned_qkv");
+  m.learned_sigma = 0.8;
+  EXPECT_DOUBLE_EQ(initial_block_beta(m, 0.1), std::exp(-0.32));  // normal: e^{-sigma^2/2}
+  m.learned_init = "uniform", m.angle_scale = 2;
+  EXPECT_DOUBLE_EQ(initial_block_beta(m, 0.5), std::sin(1.0) / 1.0);  // Example 1 at h = 1
+  m.learned_init = "rope";
+  EXPECT_EQ(initial_block_beta(m, 0.5), 1.0);
+  m.scheme = "projected_qk";  // projected ignores learned_init: the normal start
+  EXPECT_DOUBLE_EQ(initial_block_beta(m, 0.5), std::exp(-0.32));
+}
+
+// Which keys a point reads decides what a sweep varies.
+TEST(nn_schemes, each_scheme_reads_its_own_keys) {
+  ModelConfig m = small_config("rope");
+  EXPECT_TRUE(scheme_reads(m, "rope_base"));
+  EXPECT_FALSE(scheme_reads(m, "learned_sigma"));
+  EXPECT_FALSE(scheme_reads(m, "angle_scale"));
+  EXPECT_TRUE(scheme_reads(m, "d_model"));
+  m.scheme = "learned_qkv";  // normal start: sigma, not f_b
+  EXPECT_TRUE(scheme_reads(m, "learned_sigma"));
+  EXPECT_TRUE(scheme_reads(m, "learned_shared"));
+  EXPECT_FALSE(scheme_reads(m, "rope_base"));
+  m.learned_init = "uniform";
+  EXPECT_FALSE(scheme_reads(m, "learned_sigma"));
+  EXPECT_TRUE(scheme_reads(m, "angle_scale"));
+  m.scheme = "projected_qkv";
+  EXPECT_TRUE(scheme_reads(m, "learned_sigma"));
+  EXPECT_FALSE(scheme_reads(m, "learned_init"));
+  EXPECT_FALSE(scheme_reads(m, "householder_beta"));
+  m.scheme = "householder_qk";
+  EXPECT_TRUE(scheme_reads(m, "householder_beta"));
 }
 
 TEST(nn_schemes, random_angles_repeat_within_a_pass_and_change_between_passes) {
@@ -284,6 +355,13 @@ TEST(nn_config, refuses_what_no_model_can_be) {
       {"[train]\nlr = -1\n", "[train] lr must be"},
       {"[train]\nsteps = 2.5\n", "[train] steps must be an integer"},
       {"[model]\nhouseholder_beta = \"half\"\n", "householder_beta must be \"path\" or \"reflection\""},
+      {"[model]\nlearned_init = \"zero\"\n", "learned_init must be one of \"normal\", \"uniform\", \"rope\""},
+      {"[model]\nlearned_sigma = 0\n", "learned_sigma must be a number in (0, 1000]"},
+      {"[model]\nlearned_sigma = -0.5\n", "learned_sigma must be a number in (0, 1000]"},
+      {"[model]\nlearned_sigma = nan\n", "learned_sigma must be a number in (0, 1000]"},
+      {"[model]\nlearned_sigma = inf\n", "learned_sigma must be a number in (0, 1000]"},
+      {"[model]\nlearned_sigma = \"1\"\n", "learned_sigma must be a number in (0, 1000]"},
+      {"[model]\nlearned_shared = 1\n", "learned_shared must be true or false"},
   };
   for (const auto& [text, want] : cases) {
     try {
@@ -302,6 +380,25 @@ TEST(nn_config, round_trips_through_its_own_toml) {
   EXPECT_EQ(parse_text(to_toml(c)), c);
   c = parse_text("[model]\nscheme = \"householder_qkv\"\nhouseholder_beta = \"reflection\"\n");
   EXPECT_EQ(parse_text(to_toml(c)), c);
+  c = parse_text("[model]\nscheme = \"learned_qk\"\nlearned_sigma = 0.03\nlearned_shared = true\n");
+  EXPECT_EQ(parse_text(to_toml(c)), c);
+  EXPECT_EQ(c.model.learned_init, "normal");  // the default since issue 14
+}
+
+// A checkpoint from before learned_sigma and learned_shared existed had their
+// defaults; a changed key is refused.
+TEST(nn_config, checkpoints_compare_the_learned_starts) {
+  const RunConfig normal = parse_text("[model]\nscheme = \"learned_qk\"\nlearned_init = \"uniform\"\n");
+  Checkpoint ck;
+  ck.config = to_json(normal);
+  ck.config["model"].erase("learned_sigma");
+  ck.config["model"].erase("learned_shared");
+  EXPECT_NO_THROW(require_same_config(ck, normal, "ck"));
+  EXPECT_THROW(require_same_config(ck, parse_text("[model]\nscheme = \"learned_qk\"\n"), "ck"), CheckpointError);
+  EXPECT_THROW(require_same_config(ck, parse_text("[model]\nscheme = \"learned_qk\"\nlearned_init = "
+                                                  "\"uniform\"\nlearned_shared = true\n"),
+                                   "ck"),
+               CheckpointError);
 }
 
 // Resuming compares householder_beta like every weight-changing key; a

@@ -43,10 +43,14 @@ __global__ void random_increments_kernel(double* x, uint64_t seed, const uint64_
   }
 }
 
-__global__ void learned_increments_kernel(double* x, const float* table, const int* tokens, int B, int T, int nb) {
+// Increment (b, t, j) is row r of `rows` (nb wide): the table row of token
+// (b, t) for learned angles, row b T + t of psi (tokens null) for projected.
+__device__ inline int64_t increment_row(const int* tokens, int64_t bt) { return tokens ? int64_t(tokens[bt]) : bt; }
+
+__global__ void increments_kernel(double* x, const float* rows, const int* tokens, int B, int T, int nb) {
   const int64_t n = int64_t(B) * T * nb;
   for (int64_t i = grid_first(); i < n; i += grid_stride())
-    x[i] = double(table[int64_t(tokens[i / nb]) * nb + i % nb]);
+    x[i] = double(rows[increment_row(tokens, i / nb) * nb + i % nb]);
 }
 
 // In place: x (increments) -> theta. With half_width (random angles) the sum
@@ -74,19 +78,24 @@ __global__ void running_sum_kernel(double* theta, const double* half_width, int 
   }
 }
 
-// One thread per j: batch elements in order, positions backwards, each
-// entry's float addition in the CPU's order.
-__global__ void learned_angles_backward_kernel(float* dtable, const double* dtheta, const int* tokens, int B, int T,
-                                               int nb) {
-  for (int64_t j = grid_first(); j < nb; j += grid_stride())
-    for (int64_t b = 0; b < B; ++b) {
+// Positions backwards, each entry's float addition in the CPU's order. A
+// table row can take terms from every batch element, so with tokens one
+// thread per j walks the elements in order; psi's rows are per position, so
+// without, one thread per (b, j).
+__global__ void increments_backward_kernel(float* drows, const double* dtheta, const int* tokens, int B, int T,
+                                           int nb) {
+  const int64_t lanes = tokens ? int64_t(nb) : int64_t(B) * nb;
+  for (int64_t lane = grid_first(); lane < lanes; lane += grid_stride()) {
+    const int64_t j = lane % nb, b0 = tokens ? 0 : lane / nb, b1 = tokens ? B : b0 + 1;
+    for (int64_t b = b0; b < b1; ++b) {
       double suffix = 0.0;
       for (int64_t t = T - 1; t >= 0; --t) {
         const int64_t bt = b * T + t;
         suffix = __dadd_rn(suffix, dtheta[bt * nb + j]);
-        dtable[int64_t(tokens[bt]) * nb + j] += float(suffix);
+        drows[increment_row(tokens, bt) * nb + j] += float(suffix);
       }
     }
+  }
 }
 
 __global__ void angle_cos_sin_kernel(float* cs, const double* theta, int64_t n) {
@@ -124,18 +133,39 @@ void random_angles(double* theta, const double* half_width, uint64_t seed, const
   running_sum(theta, half_width, B, T, nb);
 }
 
-void learned_angles(double* theta, const float* table, const int* tokens, int B, int T, int nb) {
+namespace {
+
+void summed_increments(double* theta, const float* rows, const int* tokens, int B, int T, int nb) {
   const int64_t n = int64_t(B) * T * nb;
   if (n == 0) return;
-  learned_increments_kernel<<<grid_blocks(n), kThreads>>>(theta, table, tokens, B, T, nb);
+  increments_kernel<<<grid_blocks(n), kThreads>>>(theta, rows, tokens, B, T, nb);
   check_launch();
   running_sum(theta, nullptr, B, T, nb);
 }
 
-void learned_angles_backward(float* dtable, const double* dtheta, const int* tokens, int B, int T, int nb) {
+void summed_increments_backward(float* drows, const double* dtheta, const int* tokens, int B, int T, int nb) {
   if (int64_t(B) * T * nb == 0) return;
-  learned_angles_backward_kernel<<<grid_blocks(nb), kThreads>>>(dtable, dtheta, tokens, B, T, nb);
+  increments_backward_kernel<<<grid_blocks(tokens ? nb : int64_t(B) * nb), kThreads>>>(drows, dtheta, tokens, B, T,
+                                                                                      nb);
   check_launch();
+}
+
+}  // namespace
+
+void learned_angles(double* theta, const float* table, const int* tokens, int B, int T, int nb) {
+  summed_increments(theta, table, tokens, B, T, nb);
+}
+
+void learned_angles_backward(float* dtable, const double* dtheta, const int* tokens, int B, int T, int nb) {
+  summed_increments_backward(dtable, dtheta, tokens, B, T, nb);
+}
+
+void projected_angles(double* theta, const float* psi, int B, int T, int nb) {
+  summed_increments(theta, psi, nullptr, B, T, nb);
+}
+
+void projected_angles_backward(float* dpsi, const double* dtheta, int B, int T, int nb) {
+  summed_increments_backward(dpsi, dtheta, nullptr, B, T, nb);
 }
 
 void angle_cos_sin(float* cs, const double* theta, int64_t n) {

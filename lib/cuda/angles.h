@@ -8,6 +8,8 @@
 //            (streams[b], named on the host with nn::random_angle_stream), so
 //            the GPU draws the CPU's numbers bit for bit
 //   learned  theta = wrap(running sum over s <= t of table[token_s][j])
+//   projected theta = wrap(running sum over s <= t of psi[(b T + s) nb + j]),
+//            psi the layer's increments W_psi xhat + b_psi (a matmul before)
 // wrap(x) = remainder(x, 2 pi), exact on both sides. Running sums are serial
 // in t per (b, j), in double, with the CPU's rounding (see angles.cu).
 #pragma once
@@ -24,6 +26,10 @@ void learned_angles(double* theta, const float* table, const int* tokens, int B,
 // suffix sum of dtheta from t = s on. One thread per j walks b, then t
 // backwards, exactly the CPU's order: deterministic, no atomics.
 void learned_angles_backward(float* dtable, const double* dtheta, const int* tokens, int B, int T, int nb);
+void projected_angles(double* theta, const float* psi, int B, int T, int nb);
+// dpsi += d loss / d psi: entry (b, s, j) gets the suffix sum of dtheta from
+// t = s on, one thread per (b, j) in the CPU's order.
+void projected_angles_backward(float* dpsi, const double* dtheta, int B, int T, int nb);
 
 // cs[2 i] = cos(theta[i]), cs[2 i + 1] = sin(theta[i]), rounded to float;
 // n = B T nb.

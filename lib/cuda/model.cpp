@@ -73,8 +73,9 @@ nn::ScoreBias<float> Model::score_bias(const float* cum) const {
   return {slopes_.size() ? slopes_.data() : nullptr, scheme_.forget ? cum : nullptr};
 }
 
-void Model::layer_angles(float* cs, int l, uint64_t pass, int first_b) {
+void Model::layer_angles(float* cs, float* psi, const float* ln1, int l, uint64_t pass, int first_b) {
   const int B = B_, T = T_, nb = config_.head_dim() / 2;
+  const nn::LayerParams lp = nn::layer_params(tensors_, l);
   switch (scheme_.angles) {
     case nn::AngleKind::none:
       return;
@@ -91,7 +92,12 @@ void Model::layer_angles(float* cs, int l, uint64_t pass, int first_b) {
       break;
     }
     case nn::AngleKind::learned:
-      learned_angles(theta_.data(), params.data() + nn::layer_params(tensors_, l).angles, tokens_.data(), B, T, nb);
+      learned_angles(theta_.data(), params.data() + lp.angles, tokens_.data(), B, T, nb);
+      break;
+    case nn::AngleKind::projected:
+      matmul_forward(cublas_, psi, ln1, params.data() + lp.psiw, params.data() + lp.psib, int64_t(B) * T,
+                     config_.d_model, nb, math_);
+      projected_angles(theta_.data(), psi, B, T, nb);
       break;
   }
   angle_cos_sin(cs, theta_.data(), int64_t(B) * T * nb);
@@ -128,7 +134,7 @@ double Model::forward(const int* tokens, const int* targets, int B, int T, uint6
       matmul_forward(cublas_, L.fz, L.ln1, P + lp.fgw, P + lp.fgb, N, int(C), m.heads, math_);
       forget_gate_forward(L.cum, L.fz, B, T, m.heads);
     }
-    if (rotary) layer_angles(L.cs, l, pass, first_b);
+    if (rotary) layer_angles(L.cs, L.psi, L.ln1, l, pass, first_b);
     if (scheme_.householder) {
       matmul_forward(cublas_, L.hz, L.ln1, P + lp.hhw, P + lp.hhb, N, int(C), int(C), math_);
       if (path_beta) matmul_forward(cublas_, L.hr, L.ln1, P + lp.hhu, P + lp.hhc, N, int(C), m.heads, math_);
@@ -176,10 +182,11 @@ void Model::backward() {
   const float* P = params.data();
   float* G = grads.data();
   const bool rotary = scheme_.angles != nn::AngleKind::none;
-  const bool learned = scheme_.angles == nn::AngleKind::learned;
+  const bool projected = scheme_.angles == nn::AngleKind::projected;
+  const bool trained_angles = scheme_.angles == nn::AngleKind::learned || projected;
   const bool path_beta = m.householder_beta == "path";
-  if (learned) ensure_size(dtheta_, std::size_t(N) * nb);
-  double* dtheta = learned ? dtheta_.data() : nullptr;
+  if (trained_angles) ensure_size(dtheta_, std::size_t(N) * nb);
+  double* dtheta = trained_angles ? dtheta_.data() : nullptr;
 
   const std::size_t wte = tensors_[0].offset, lnfw = tensors_[tensors_.size() - 2].offset,
                     lnfb = tensors_.back().offset;
@@ -222,7 +229,12 @@ void Model::backward() {
       matmul_backward(cublas_, D.ln1, G + lp.fgw, G + lp.fgb, D.fz, L.ln1, P + lp.fgw, N, int(C), m.heads, math_);
     }
     split_heads_backward(D.qkv, dtheta, D.q, D.k, D.v, L.q, L.k, L.v, cs, scheme_.values, shape);
-    if (dtheta) learned_angles_backward(G + lp.angles, dtheta, tokens_.data(), B, T, nb);
+    if (dtheta && projected) {
+      projected_angles_backward(D.psi, dtheta, B, T, nb);
+      matmul_backward(cublas_, D.ln1, G + lp.psiw, G + lp.psib, D.psi, L.ln1, P + lp.psiw, N, int(C), nb, math_);
+    } else if (dtheta) {
+      learned_angles_backward(G + lp.angles, dtheta, tokens_.data(), B, T, nb);
+    }
     matmul_backward(cublas_, D.ln1, G + lp.qkvw, G + lp.qkvb, D.qkv, L.ln1, P + lp.qkvw, N, int(C), int(3 * C),
                     math_);
     layernorm_backward(dresidual, G + lp.ln1w, G + lp.ln1b, D.ln1, residual, P + lp.ln1w, L.ln1_mean, L.ln1_rstd,

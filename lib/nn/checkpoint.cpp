@@ -90,6 +90,9 @@ void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::st
   }
   // Checkpoints from before householder_beta existed had its default.
   if (have.contains("model") && !have["model"].contains("householder_beta")) have["model"]["householder_beta"] = "path";
+  // ... and before learned_sigma and learned_shared (issue 14).
+  if (have.contains("model") && !have["model"].contains("learned_sigma")) have["model"]["learned_sigma"] = 1.0;
+  if (have.contains("model") && !have["model"].contains("learned_shared")) have["model"]["learned_shared"] = false;
   const std::string d = first_difference(have, want, "");
   if (!d.empty())
     throw CheckpointError(

@@ -12,6 +12,8 @@ namespace routelab::nn {
 
 namespace {
 
+const char* const kLearnedInits = "one of \"normal\", \"uniform\", \"rope\"";
+
 // Reads the keys of one TOML table into fields, refusing anything unknown.
 class TableReader {
  public:
@@ -36,6 +38,13 @@ class TableReader {
     auto v = n->value<double>();  // integers are accepted as reals
     if (!v || !(*v <= hi) || *v < lo || (open_lo && *v == lo))
       fail(key, fmt::format("a number in {}{}, {}]", open_lo ? "(" : "[", lo, hi));
+    field = *v;
+  }
+  void boolean(const char* key, bool& field) {
+    const toml::node* n = take(key);
+    if (!n) return;
+    auto v = n->value_exact<bool>();
+    if (!v) fail(key, "true or false");
     field = *v;
   }
   void text(const char* key, std::string& field, const std::string& accepts) {
@@ -101,7 +110,9 @@ RunConfig parse_run_config(const toml::table& t, const std::string& where, const
     r.text("scheme", c.model.scheme, "one of " + scheme_names());
     r.real("angle_scale", c.model.angle_scale, 0.0, 1e6);
     r.real("rope_base", c.model.rope_base, 1.0, 1e12, true);
-    r.text("learned_init", c.model.learned_init, "\"uniform\" or \"rope\"");
+    r.text("learned_init", c.model.learned_init, kLearnedInits);
+    r.real("learned_sigma", c.model.learned_sigma, 0.0, 1e3, true);
+    r.boolean("learned_shared", c.model.learned_shared);
     r.text("householder_beta", c.model.householder_beta, "\"path\" or \"reflection\"");
     r.finish();
   }
@@ -156,8 +167,10 @@ void validate(const RunConfig& c, const std::string& where) {
     throw ConfigError(fmt::format("{}: [model] scheme '{}' rotates pairs of coordinates, so d_model / heads must be "
                                   "even (it is {})",
                                   where, m.scheme, m.head_dim()));
-  if (m.learned_init != "uniform" && m.learned_init != "rope")
-    throw ConfigError(fmt::format("{}: [model] learned_init must be \"uniform\" or \"rope\"", where));
+  if (m.learned_init != "normal" && m.learned_init != "uniform" && m.learned_init != "rope")
+    throw ConfigError(fmt::format("{}: [model] learned_init must be {}", where, kLearnedInits));
+  if (!(m.learned_sigma > 0 && m.learned_sigma <= 1e3))
+    throw ConfigError(fmt::format("{}: [model] learned_sigma must be a number in (0, 1000]", where));
   if (m.householder_beta != "path" && m.householder_beta != "reflection")
     throw ConfigError(fmt::format("{}: [model] householder_beta must be \"path\" or \"reflection\"", where));
   if (c.corpus.empty()) throw ConfigError(fmt::format("{}: [data] corpus must be a directory path", where));
@@ -172,7 +185,8 @@ std::string to_toml(const RunConfig& c) {
     << "d_model = " << m.d_model << "\nheads = " << m.heads << "\nlayers = " << m.layers
     << "\nmlp_ratio = " << m.mlp_ratio << "\ncontext = " << m.context << "\nscheme = \"" << m.scheme << "\""
     << "\nangle_scale = " << num(m.angle_scale) << "\nrope_base = " << num(m.rope_base) << "\nlearned_init = \""
-    << m.learned_init << "\"\nhouseholder_beta = \"" << m.householder_beta << "\"\n\n[train]\n"
+    << m.learned_init << "\"\nlearned_sigma = " << num(m.learned_sigma)
+    << "\nlearned_shared = " << (m.learned_shared ? "true" : "false") << "\nhouseholder_beta = \"" << m.householder_beta << "\"\n\n[train]\n"
     << "batch = " << t.batch << "\nsteps = " << t.steps << "\nlr = " << num(t.lr)
     << "\nmin_lr_ratio = " << num(t.min_lr_ratio) << "\nwarmup = " << t.warmup
     << "\nweight_decay = " << num(t.weight_decay) << "\nbeta1 = " << num(t.beta1) << "\nbeta2 = " << num(t.beta2)
@@ -188,7 +202,8 @@ nlohmann::json to_json(const RunConfig& c) {
   return {{"model",
            {{"vocab", m.vocab}, {"d_model", m.d_model}, {"heads", m.heads}, {"layers", m.layers},
             {"mlp_ratio", m.mlp_ratio}, {"context", m.context}, {"scheme", m.scheme}, {"angle_scale", m.angle_scale},
-            {"rope_base", m.rope_base}, {"learned_init", m.learned_init},
+            {"rope_base", m.rope_base}, {"learned_init", m.learned_init}, {"learned_sigma", m.learned_sigma},
+            {"learned_shared", m.learned_shared},
             {"householder_beta", m.householder_beta}}},
           {"train",
            {{"batch", t.batch}, {"steps", t.steps}, {"lr", t.lr}, {"min_lr_ratio", t.min_lr_ratio},

@@ -1,6 +1,7 @@
 // The configuration of one training run, read from TOML:
 //   [model]  d_model, heads, layers, mlp_ratio, context, scheme, angle_scale,
-//            rope_base, learned_init, householder_beta
+//            rope_base, learned_init, learned_sigma, learned_shared,
+//            householder_beta
 //   [train]  batch, steps, lr, min_lr_ratio, warmup, weight_decay, beta1,
 //            beta2, eps, grad_clip, seed, checkpoint_every, log_every
 //   [data]   corpus
@@ -39,9 +40,17 @@ struct ModelConfig {
   // increments and of the learned tables' uniform initialisation.
   double angle_scale = 1.0;
   double rope_base = 10000.0;
-  // "uniform": table entries ~ U(-scale f_b, scale f_b); "rope": every entry
-  // f_b, so the learned scheme starts as RoPE.
-  std::string learned_init = "uniform";
+  // The learned table's start. "normal" (the default, the paper's own code):
+  // every entry ~ N(0, learned_sigma^2), whatever f_b, so each block starts
+  // with beta = e^{-sigma^2/2}; "uniform": U(-angle_scale f_b, angle_scale
+  // f_b), beta = sin(h)/h at h = angle_scale f_b (the default before issue
+  // 14); "rope": every entry angle_scale f_b, so the scheme starts as RoPE.
+  std::string learned_init = "normal";
+  // rad: the normal table's spread, and the spread over tokens of the
+  // projected schemes' increments at the start.
+  double learned_sigma = 1.0;
+  // One angle table for all layers (the paper's code) or one per layer.
+  bool learned_shared = false;
   // Householder schemes' step size (nn/householder.h): "path", PaTH's learned
   // beta = 2 sigmoid(.) in (0, 2); "reflection", beta = 2 (orthogonal steps).
   std::string householder_beta = "path";

@@ -32,9 +32,12 @@ std::size_t find_offset(const std::vector<ParamTensor>& ts, const std::string& n
 LayerParams layer_params(const std::vector<ParamTensor>& ts, int l) {
   const std::string p = "layer" + std::to_string(l) + ".";
   auto o = [&](const char* n) { return find_offset(ts, p + n); };
+  const std::size_t shared_angles = find_offset(ts, "angles");
   return {o("ln1w"), o("ln1b"),  o("qkvw"), o("qkvb"),    o("attprojw"), o("attprojb"), o("ln2w"),
-          o("ln2b"), o("fcw"),   o("fcb"),  o("fcprojw"), o("fcprojb"),  o("angles"), o("fgw"), o("fgb"),
-          o("hhw"),  o("hhb"),   o("hhu"),  o("hhc")};
+          o("ln2b"), o("fcw"),   o("fcb"),  o("fcprojw"), o("fcprojb"),
+          shared_angles != std::size_t(-1) ? shared_angles : o("angles"),
+          o("fgw"),  o("fgb"),   o("hhw"),  o("hhb"),     o("hhu"),      o("hhc"),      o("psiw"),
+          o("psib")};
 }
 
 void require_in_vocabulary(const int* tokens, const int* targets, int64_t n, int vocab) {
@@ -47,6 +50,8 @@ std::vector<ParamTensor> param_layout(const ModelConfig& m) {
   const std::size_t C = m.d_model, V = m.vocab, F = std::size_t(m.mlp_ratio) * C;
   const SchemeInfo* scheme = find_scheme(m.scheme);
   const bool learned = scheme && scheme->angles == AngleKind::learned;
+  const bool projected = scheme && scheme->angles == AngleKind::projected;
+  const std::size_t nb = std::size_t(m.head_dim() / 2);
   const bool forget = scheme && scheme->forget;
   const bool householder = scheme && scheme->householder;
   std::vector<ParamTensor> ts;
@@ -56,12 +61,17 @@ std::vector<ParamTensor> param_layout(const ModelConfig& m) {
     at += size;
   };
   add("wte", V * C, true);
+  // The angle tables are not decayed: decay would pull them towards no
+  // position.
+  if (learned && m.learned_shared) add("angles", 256 * nb, false);
   for (int l = 0; l < m.layers; ++l) {
     const std::string p = "layer" + std::to_string(l) + ".";
     const std::size_t sizes[] = {C, C, 3 * C * C, 3 * C, C * C, C, C, C, F * C, F, C * F, C};
     for (int i = 0; i < 12; ++i) add(p + kLayerTensors[i], sizes[i], i == 2 || i == 4 || i == 8 || i == 10);
-    // The angle table is not decayed: decay would pull it towards no position.
-    if (learned) add(p + "angles", 256 * std::size_t(m.head_dim() / 2), false);
+    if (learned && !m.learned_shared) add(p + "angles", 256 * nb, false);
+    // The projected increments psi = W xhat + b (nb x C, nb), not decayed for
+    // the tables' reason: decay would pull psi towards a constant step.
+    if (projected) add(p + "psiw", nb * C, false), add(p + "psib", nb, false);
     // The forget gate's projection (heads x C) and bias (0 at start: f = 1/2).
     if (forget) add(p + "fgw", std::size_t(m.heads) * C, true), add(p + "fgb", std::size_t(m.heads), false);
     // Householder directions (C x C: every head's hd rows) and, for PaTH's
@@ -84,6 +94,7 @@ std::size_t walk_activations(ActivationLayout<R>& a, R* base, const ModelConfig&
   const std::size_t nb = std::size_t(m.head_dim() / 2);
   const SchemeInfo* scheme = find_scheme(m.scheme);
   const std::size_t hh = scheme && scheme->householder ? 1 : 0;  // other schemes keep no steps
+  const std::size_t psi = scheme && scheme->angles == AngleKind::projected ? 1 : 0;
   a.layers.assign(m.layers, {});
   std::size_t total = 0;
   auto place = [&](R*& p, std::size_t n) {
@@ -108,6 +119,7 @@ std::size_t walk_activations(ActivationLayout<R>& a, R* base, const ModelConfig&
     place(L.fz, N * m.heads), place(L.cum, N * m.heads);
     place(L.hz, hh * N * C), place(L.hw, hh * N * C);
     place(L.hr, hh * N * m.heads), place(L.hbeta, hh * N * m.heads);
+    place(L.psi, psi * N * nb);
   }
   return total;
 }
@@ -172,7 +184,15 @@ void Model<R>::init_params() {
     R* p = params.data() + t.offset;
     const std::string leaf = t.name.substr(t.name.find('.') + 1);
     if (leaf == "angles") {
-      angles_->init_table(p, seed_, std::stoi(t.name.substr(5)));
+      // A shared table ("angles") starts as layer 0's would.
+      angles_->init_table(p, seed_, t.name == "angles" ? 0 : std::stoi(t.name.substr(5)));
+    } else if (leaf == "psiw") {
+      // xhat has C coordinates of unit mean square, so psi_b = w_b . xhat
+      // spreads over tokens with s.d. |w_b| ~ sigma: at the start each block's
+      // increments have the normal table's law N(0, sigma^2).
+      Stream s(seed_, init_stream(i));
+      const double sd = config_.learned_sigma / std::sqrt(double(config_.d_model));
+      for (std::size_t j = 0; j < t.size; ++j) p[j] = R(sd * s.normal());
     } else if (leaf == "ln1w" || leaf == "ln2w" || t.name == "lnfw") {
       std::fill(p, p + t.size, R(1));
     } else if (t.decay) {
@@ -215,8 +235,13 @@ double Model<R>::forward(const int* tokens, const int* targets, int B, int T, ui
       forget_gate_forward(L.cum, L.fz, B, T, m.heads);
     }
     if (rotary) {
-      angles_->angles(theta_.data(), tokens, B, T, l, pass, lp.angles == std::size_t(-1) ? nullptr : P + lp.angles,
-                      first_b);
+      const R* increments = lp.angles == std::size_t(-1) ? nullptr : P + lp.angles;
+      if (lp.psiw != std::size_t(-1)) {
+        matmul_forward(L.psi, L.ln1, P + lp.psiw, P + lp.psib, N, int(C), nb);
+        increments = L.psi;
+      }
+      angles_->angles(theta_.data(), tokens, B, T, l, pass, increments, first_b);
+      if (angle_observer_) angle_observer_(l, theta_.data(), B, T, nb);
       for (std::size_t i = 0; i < theta_.size(); ++i) {
         L.cs[2 * i] = R(std::cos(theta_[i]));
         L.cs[2 * i + 1] = R(std::sin(theta_[i]));
@@ -270,10 +295,11 @@ void Model<R>::backward() {
   const R* P = params.data();
   R* G = grads.data();
   const bool rotary = angles_ != nullptr;
-  const bool learned = rotary && angles_->table_size() > 0;
+  const bool trained_angles = rotary && angles_->trained();
   const bool path_beta = m.householder_beta == "path";
-  if (learned) dtheta_.assign(std::size_t(N) * (m.head_dim() / 2), 0.0);
-  double* dtheta = learned ? dtheta_.data() : nullptr;
+  const int nb = m.head_dim() / 2;
+  if (trained_angles) dtheta_.assign(std::size_t(N) * nb, 0.0);
+  double* dtheta = trained_angles ? dtheta_.data() : nullptr;
   const int* tokens = tokens_.data();
 
   const std::size_t wte = tensors_[0].offset, lnfw = tensors_[tensors_.size() - 2].offset,
@@ -316,7 +342,12 @@ void Model<R>::backward() {
       matmul_backward(D.ln1, G + lp.fgw, G + lp.fgb, D.fz, L.ln1, P + lp.fgw, N, int(C), m.heads);
     }
     split_heads_backward(D.qkv, dtheta, D.q, D.k, D.v, L.q, L.k, L.v, cs, scheme_.values, shape);
-    if (dtheta) angles_->angles_backward(G + lp.angles, dtheta, tokens, B, T);
+    if (dtheta && lp.psiw != std::size_t(-1)) {
+      angles_->angles_backward(D.psi, dtheta, tokens, B, T);
+      matmul_backward(D.ln1, G + lp.psiw, G + lp.psib, D.psi, L.ln1, P + lp.psiw, N, int(C), nb);
+    } else if (dtheta) {
+      angles_->angles_backward(G + lp.angles, dtheta, tokens, B, T);
+    }
     matmul_backward(D.ln1, G + lp.qkvw, G + lp.qkvb, D.qkv, L.ln1, P + lp.qkvw, N, int(C), int(3 * C));
     layernorm_backward(dresidual, G + lp.ln1w, G + lp.ln1b, D.ln1, residual, P + lp.ln1w, L.ln1_mean, L.ln1_rstd,
                        N, int(C));

@@ -26,10 +26,11 @@ struct ParamTensor {
 std::vector<ParamTensor> param_layout(const ModelConfig& m);
 
 // Offsets of one layer's tensors in the parameter buffer; size_t(-1) for a
-// tensor the scheme does not have (angles, fg*, hh*).
+// tensor the scheme does not have (angles, fg*, hh*, psi*). Under
+// learned_shared every layer's `angles` is the one table "angles".
 struct LayerParams {
   std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb, angles, fgw, fgb,
-      hhw, hhb, hhu, hhc;
+      hhw, hhb, hhu, hhc, psiw, psib;
 };
 LayerParams layer_params(const std::vector<ParamTensor>& tensors, int layer);
 
@@ -45,7 +46,7 @@ template <class R>
 struct ActivationLayout {
   struct Layer {
     R *ln1, *ln1_mean, *ln1_rstd, *qkv, *q, *k, *v, *o, *lse, *atty, *attproj, *res2, *ln2, *ln2_mean, *ln2_rstd,
-        *fch, *fch_gelu, *fcproj, *res3, *cs, *fz, *cum, *hz, *hw, *hr, *hbeta;
+        *fch, *fch_gelu, *fcproj, *res3, *cs, *fz, *cum, *hz, *hw, *hr, *hbeta, *psi;
   };
   R *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
   std::vector<Layer> layers;
@@ -97,6 +98,10 @@ class Model {
   using AttentionObserver = std::function<void(int layer, const R* q, const R* k, ScoreBias<R> bias, const R* hh_w,
                                                const R* hh_beta, AttentionShape shape)>;
   void set_attention_observer(AttentionObserver f) { observer_ = std::move(f); }
+  // Sees every layer's accumulated angles theta (B, T, d_head/2), wrapped to
+  // [-pi, pi], as the rotary schemes compute them (routelab probe).
+  using AngleObserver = std::function<void(int layer, const double* theta, int B, int T, int nb)>;
+  void set_angle_observer(AngleObserver f) { angle_observer_ = std::move(f); }
 
  private:
   struct Arena;
@@ -112,6 +117,7 @@ class Model {
   std::vector<double> theta_, dtheta_;
   int B_ = 0, T_ = 0;
   AttentionObserver observer_;
+  AngleObserver angle_observer_;
 };
 
 }  // namespace routelab::nn

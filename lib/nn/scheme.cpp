@@ -5,6 +5,7 @@
 
 #include "nn/streams.h"
 #include "rng/stream.h"
+#include "theory/step_gaps.h"
 
 namespace routelab::nn {
 
@@ -19,6 +20,8 @@ const std::vector<SchemeInfo>& all_schemes() {
       {"learned_qkv_forget", AngleKind::learned, true, false, true},
       {"householder_qk", AngleKind::none, false, false, false, true},
       {"householder_qkv", AngleKind::none, true, false, false, true},
+      {"projected_qk", AngleKind::projected, false, false},
+      {"projected_qkv", AngleKind::projected, true, false},
   };
   return s;
 }
@@ -33,6 +36,19 @@ std::string scheme_names() {
   std::string out;
   for (const auto& s : all_schemes()) out += (out.empty() ? "" : ", ") + s.name;
   return out;
+}
+
+bool scheme_reads(const ModelConfig& m, const std::string& key) {
+  const SchemeInfo* s = find_scheme(m.scheme);
+  if (!s) return false;
+  const bool learned = s->angles == AngleKind::learned;
+  const bool table_from_f = learned && m.learned_init != "normal";  // uniform and rope starts scale f_b
+  if (key == "angle_scale") return s->angles == AngleKind::random || table_from_f;
+  if (key == "rope_base") return s->angles == AngleKind::rope || s->angles == AngleKind::random || table_from_f;
+  if (key == "learned_init" || key == "learned_shared") return learned;
+  if (key == "learned_sigma") return (learned && m.learned_init == "normal") || s->angles == AngleKind::projected;
+  if (key == "householder_beta") return s->householder;
+  return true;
 }
 
 std::vector<double> angle_frequencies(const ModelConfig& m) {
@@ -104,55 +120,93 @@ class RandomAngles final : public AngleSource<R> {
   uint64_t seed_;
 };
 
+// theta_t = wrap(sum_{s <= t} increment(b, s)) in double, and its backward:
+// increment (b, s) collects the suffix sum of dtheta from t = s on. Learned
+// angles read the increment from the table row of token s, projected angles
+// from row (b T + s) of the layer's psi.
+template <class R, class Row>
+void accumulate_increments(double* theta, int B, int T, int nb, Row row) {
+  std::vector<double> sum(nb);
+  for (int b = 0; b < B; ++b) {
+    std::fill(sum.begin(), sum.end(), 0.0);
+    for (int64_t t = 0; t < T; ++t) {
+      const R* x = row(b, t);
+      for (int j = 0; j < nb; ++j) {
+        sum[j] += double(x[j]);
+        theta[(int64_t(b) * T + t) * nb + j] = wrap(sum[j]);
+      }
+    }
+  }
+}
+
+template <class R, class Row>
+void accumulate_increments_backward(const double* dtheta, int B, int T, int nb, Row row) {
+  std::vector<double> suffix(nb);
+  for (int b = 0; b < B; ++b) {
+    std::fill(suffix.begin(), suffix.end(), 0.0);
+    for (int64_t t = T - 1; t >= 0; --t) {
+      R* x = row(b, t);
+      const double* d = dtheta + (int64_t(b) * T + t) * nb;
+      for (int j = 0; j < nb; ++j) {
+        suffix[j] += d[j];
+        x[j] += R(suffix[j]);
+      }
+    }
+  }
+}
+
 template <class R>
 class LearnedAngles final : public AngleSource<R> {
  public:
-  LearnedAngles(std::vector<double> f, double scale, bool rope_init)
-      : f_(std::move(f)), scale_(scale), rope_init_(rope_init) {}
+  LearnedAngles(std::vector<double> f, const ModelConfig& m)
+      : f_(std::move(f)), scale_(m.angle_scale), sigma_(m.learned_sigma), init_(m.learned_init) {}
   std::size_t table_size() const override { return 256 * f_.size(); }
+  bool trained() const override { return true; }
   void init_table(R* table, uint64_t seed, int layer) const override {
     const int nb = int(f_.size());
     Stream s(seed, init_stream(1000 + layer));
     for (int v = 0; v < 256; ++v)
-      for (int j = 0; j < nb; ++j)
-        table[v * nb + j] = R(rope_init_ ? scale_ * f_[j] : scale_ * f_[j] * (2.0 * s.uniform() - 1.0));
+      for (int j = 0; j < nb; ++j) {
+        double x = scale_ * f_[j];  // "rope"
+        if (init_ == "uniform") x *= 2.0 * s.uniform() - 1.0;
+        if (init_ == "normal") x = sigma_ * s.normal();
+        table[v * nb + j] = R(x);
+      }
   }
   void angles(double* theta, const int* tokens, int B, int T, int, uint64_t, const R* table, int) const override {
     const int nb = int(f_.size());
-    std::vector<double> sum(nb);
-    for (int b = 0; b < B; ++b) {
-      std::fill(sum.begin(), sum.end(), 0.0);
-      for (int64_t t = 0; t < T; ++t) {
-        const R* row = table + std::size_t(tokens[int64_t(b) * T + t]) * nb;
-        for (int j = 0; j < nb; ++j) {
-          sum[j] += double(row[j]);
-          theta[(int64_t(b) * T + t) * nb + j] = wrap(sum[j]);
-        }
-      }
-    }
+    accumulate_increments<R>(theta, B, T, nb, [&](int b, int64_t t) {
+      return table + std::size_t(tokens[int64_t(b) * T + t]) * nb;
+    });
   }
-  // theta_t sums the entries of tokens s <= t, so entry s gets the suffix sum
-  // of dtheta from t = s on.
   void angles_backward(R* dtable, const double* dtheta, const int* tokens, int B, int T) const override {
     const int nb = int(f_.size());
-    std::vector<double> suffix(nb);
-    for (int b = 0; b < B; ++b) {
-      std::fill(suffix.begin(), suffix.end(), 0.0);
-      for (int64_t t = T - 1; t >= 0; --t) {
-        R* row = dtable + std::size_t(tokens[int64_t(b) * T + t]) * nb;
-        const double* d = dtheta + (int64_t(b) * T + t) * nb;
-        for (int j = 0; j < nb; ++j) {
-          suffix[j] += d[j];
-          row[j] += R(suffix[j]);
-        }
-      }
-    }
+    accumulate_increments_backward<R>(dtheta, B, T, nb, [&](int b, int64_t t) {
+      return dtable + std::size_t(tokens[int64_t(b) * T + t]) * nb;
+    });
   }
 
  private:
   std::vector<double> f_;
-  double scale_;
-  bool rope_init_;
+  double scale_, sigma_;
+  std::string init_;
+};
+
+template <class R>
+class ProjectedAngles final : public AngleSource<R> {
+ public:
+  explicit ProjectedAngles(int nb) : nb_(nb) {}
+  bool trained() const override { return true; }
+  void angles(double* theta, const int*, int B, int T, int, uint64_t, const R* psi, int) const override {
+    accumulate_increments<R>(theta, B, T, nb_, [&](int b, int64_t t) { return psi + (int64_t(b) * T + t) * nb_; });
+  }
+  void angles_backward(R* dpsi, const double* dtheta, const int*, int B, int T) const override {
+    accumulate_increments_backward<R>(dtheta, B, T, nb_,
+                                      [&](int b, int64_t t) { return dpsi + (int64_t(b) * T + t) * nb_; });
+  }
+
+ private:
+  int nb_;
 };
 
 }  // namespace
@@ -172,9 +226,19 @@ std::unique_ptr<AngleSource<R>> make_angle_source(const ModelConfig& m, uint64_t
       return std::make_unique<RandomAngles<R>>(f, seed);
     }
     case AngleKind::learned:
-      return std::make_unique<LearnedAngles<R>>(f, m.angle_scale, m.learned_init == "rope");
+      return std::make_unique<LearnedAngles<R>>(f, m);
+    case AngleKind::projected:
+      return std::make_unique<ProjectedAngles<R>>(int(f.size()));
   }
   return nullptr;
+}
+
+double initial_block_beta(const ModelConfig& m, double f_b) {
+  const SchemeInfo* s = find_scheme(m.scheme);
+  if (s && s->angles == AngleKind::projected) return std::exp(-m.learned_sigma * m.learned_sigma / 2);
+  if (m.learned_init == "normal") return std::exp(-m.learned_sigma * m.learned_sigma / 2);
+  if (m.learned_init == "uniform") return std::abs(theory::so2_uniform_harmonic(m.angle_scale * f_b));
+  return 1.0;  // "rope": every step is f_b
 }
 
 template std::unique_ptr<AngleSource<float>> make_angle_source<float>(const ModelConfig&, uint64_t);

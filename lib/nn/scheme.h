@@ -4,7 +4,12 @@
 //   random_qk/_qkv       theta_t = running sum of psi_{s,b} ~ U(-s f_b, s f_b),
 //                        per layer, shared by its heads, fresh at every pass
 //   learned_qk/_qkv      theta_t = running sum of table[x_s][b] over s <= t,
-//                        one learned 256 x d_head/2 table per layer
+//                        one learned 256 x d_head/2 table per layer (or one
+//                        for all layers: [model] learned_shared)
+//   projected_qk/_qkv    theta_t = running sum of psi_s = W_psi xhat_s + b_psi
+//                        over s <= t, xhat_s the attention block's normalised
+//                        input, W_psi: d_model -> d_head/2 per layer: the
+//                        increment read from the hidden state, not the byte
 //   alibi                a bias -m_h (i - j) on the scores, standard slopes
 //   learned_qkv_alibi,   accumulated rotation plus ALiBi's biases (far-mass
 //   random_qkv_alibi     control by distance)
@@ -35,7 +40,7 @@
 
 namespace routelab::nn {
 
-enum class AngleKind { none, rope, random, learned };
+enum class AngleKind { none, rope, random, learned, projected };
 
 struct SchemeInfo {
   std::string name;
@@ -50,6 +55,14 @@ const std::vector<SchemeInfo>& all_schemes();
 const SchemeInfo* find_scheme(const std::string& name);  // nullptr if unknown
 std::string scheme_names();                              // "nope, rope, ..."
 
+// Whether a model of configuration m reads [model] `key` (a sweep runs a key
+// that a point does not read once, not once per value): angle_scale and
+// rope_base shape random angles, RoPE (rope_base) and the uniform and rope
+// learned starts; learned_init and learned_shared the learned tables;
+// learned_sigma the normal start and projected angles; householder_beta the
+// Householder schemes. The sizes (d_model, heads, ...) are read by every model.
+bool scheme_reads(const ModelConfig& m, const std::string& key);
+
 // The angle frequencies f_b, b < d_head / 2.
 std::vector<double> angle_frequencies(const ModelConfig& m);
 // ALiBi's head slopes (Press et al.): a geometric sequence from 2^(-8/H) for a
@@ -61,18 +74,28 @@ template <class R>
 class AngleSource {
  public:
   virtual ~AngleSource() = default;
-  // Learned parameters per layer (0 for fixed and random angles).
+  // Learned table entries (0 for fixed, random and projected angles).
   virtual std::size_t table_size() const { return 0; }
   virtual void init_table(R* table, uint64_t seed, int layer) const {}
+  // Whether theta has a gradient (learned and projected angles).
+  virtual bool trained() const { return false; }
   // `pass` names the forward pass: random angles are drawn from the stream
   // (seed, pass, layer, first_b + b), so the same pass gives the same angles,
   // and a rank holding elements first_b.. of a data-parallel batch draws what
-  // one process would.
-  virtual void angles(double* theta, const int* tokens, int B, int T, int layer, uint64_t pass, const R* table,
-                      int first_b) const = 0;
-  // dtable += d loss / d table, given d loss / d theta.
-  virtual void angles_backward(R* dtable, const double* dtheta, const int* tokens, int B, int T) const {}
+  // one process would. `increments` is the layer's table (learned angles) or
+  // its per-position increments psi[(b T + t) nb + j] (projected angles).
+  virtual void angles(double* theta, const int* tokens, int B, int T, int layer, uint64_t pass,
+                      const R* increments, int first_b) const = 0;
+  // dincrements += d loss / d increments, given d loss / d theta.
+  virtual void angles_backward(R* dincrements, const double* dtheta, const int* tokens, int B, int T) const {}
 };
+
+// The spread (rad) at which a block's step angle starts, for the learned and
+// projected schemes, and the first harmonic |E e^{i psi_b}| it gives block b
+// of frequency f_b (Example 1 for the uniform, the normal's characteristic
+// function e^{-sigma^2/2} for the normal, 1 for the RoPE start). Projected
+// increments start as N(0, sigma^2) over tokens (see init_params).
+double initial_block_beta(const ModelConfig& m, double f_b);
 
 // nullptr for schemes without angles (nope, alibi).
 template <class R>
