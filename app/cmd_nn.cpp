@@ -178,9 +178,10 @@ int cmd_experiment(const std::vector<std::string>& args) {
   CLI::App app{"train every scheme and seed of an experiment, evaluate each, gather one CSV and a figure",
                "routelab experiment"};
   std::string config, python, device = "cpu";
-  bool quiet = false, no_plot = false, tf32 = false;
+  bool quiet = false, no_plot = false, tf32 = false, list = false;
   int threads = 0;
   app.add_option("config", config, "experiment TOML (e.g. experiments/extrapolation-cpu.toml)")->required();
+  app.add_flag("--list", list, "print every run (directory, scheme, seed, swept values, state) and stop");
   app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
   app.add_flag("--no-plot", no_plot, "write the CSVs only");
   app.add_flag("--quiet", quiet, "no progress lines");
@@ -190,6 +191,10 @@ int cmd_experiment(const std::vector<std::string>& args) {
   require_model_device(device, tf32);
   set_threads(threads);
   const nn::ExperimentConfig e = nn::load_experiment_config(config);
+  if (list) {
+    std::fputs(nn::experiment_listing(e).c_str(), stdout);
+    return 0;
+  }
   nn::run_experiment(e, !quiet, model_backend(device, tf32));
   if (no_plot) return 0;
   // The figure comes from plots/, which reads the CSV and never recomputes.

@@ -131,6 +131,67 @@ TEST(nn_cli, quick_experiment_gathers_every_scheme_and_length) {
   EXPECT_FALSE(fs::exists(tmp / "out2"));
 }
 
+// [experiment.sweep] and [[experiment.arms]]: one run per point a key
+// changes, named by the values that differ from the base config, one CSV
+// column per swept key (empty where the scheme does not read it), and every
+// bad sweep refused before anything is written.
+TEST(nn_cli, sweeps_run_each_point_once_and_name_it_by_its_values) {
+  TempDir tmp;
+  const std::string head = "[experiment]\nseeds = [1]\nlengths = \"1x,2x\"\nout = \"runs\"\ncsv = \"out/x.csv\"\n";
+  const std::string sweep = "schemes = [\"rope\", \"learned_qk\"]\n[experiment.sweep]\nlearned_init = [\"normal\", "
+                            "\"uniform\"]\nlearned_sigma = [0.5, 1]\n";
+  const std::string arm = "[[experiment.arms]]\nschemes = [\"learned_qk\"]\nseeds = [2]\nsweep = { learned_shared = "
+                          "[true] }\n";
+  spit(tmp / "e.toml", head + sweep + arm + tiny_config("nope", 6, 3));
+  const auto r = run_routelab("experiment e.toml --no-plot --quiet", tmp.path, tmp.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  // rope reads neither key: once. learned_qk: normal at 0.5 and 1, uniform
+  // once (it does not read sigma); the arm's shared table at seed 2.
+  std::vector<std::string> dirs;
+  for (const auto& d : fs::directory_iterator(tmp / "runs")) dirs.push_back(d.path().filename().string());
+  std::sort(dirs.begin(), dirs.end());
+  EXPECT_EQ(dirs, (std::vector<std::string>{"learned_qk-learned_init=uniform-s1", "learned_qk-learned_shared=true-s2",
+                                            "learned_qk-learned_sigma=0.5-s1", "learned_qk-s1", "rope-s1"}));
+  const std::string csv = slurp(tmp / "out/x.csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "scheme,learned_init,learned_sigma,learned_shared,seed,train_len,eval_len,"
+                                            "windows,tokens,bits_per_byte,ppl");
+  EXPECT_EQ(count_lines(csv), 1 + 5 * 2);
+  EXPECT_NE(csv.find("\nrope,,,,1,16,16,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nlearned_qk,uniform,,false,1,16,32,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nlearned_qk,normal,0.5,false,1,16,16,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nlearned_qk,normal,1,true,2,16,16,"), std::string::npos) << csv;
+  const std::string positions = slurp(tmp / "out/x-positions.csv");
+  EXPECT_EQ(positions.substr(0, positions.find(',', positions.find(',', positions.find(',') + 1) + 1)),
+            "scheme,learned_init,learned_sigma");
+  // Seeds outermost across arms: seed 2's run is the last.
+  const auto side = nlohmann::json::parse(slurp(tmp / "out/x.csv.json"));
+  EXPECT_EQ(side["runs"].back()["run"], "runs/learned_qk-learned_shared=true-s2");
+  EXPECT_EQ(side["swept_keys"], (std::vector<std::string>{"learned_init", "learned_sigma", "learned_shared"}));
+
+  const std::pair<std::string, std::string> bad[] = {
+      {"schemes = [\"learned_qk\"]\n[experiment.sweep]\nlearned_sigmaa = [1]\n", "'learned_sigmaa' is not a key"},
+      {"schemes = [\"learned_qk\"]\n[experiment.sweep]\nlearned_sigma = []\n", "non-empty list"},
+      {"schemes = [\"learned_qk\"]\n[experiment.sweep]\nlearned_sigma = [1, 1.0]\n", "lists 1 twice"},
+      {"schemes = [\"learned_qk\"]\n[experiment.sweep]\nlearned_sigma = [0.1, -1]\n",
+       "learned_sigma must be a number in (0, 1000]"},
+      {"schemes = [\"learned_qk\"]\n[experiment.sweep]\nlearned_init = [\"zero\"]\n", "learned_init must be one of"},
+      {"schemes = [\"rope\", \"alibi\"]\n[experiment.sweep]\nlearned_sigma = [0.1, 1]\n",
+       "learned_sigma is read by none of the schemes rope, alibi"},
+      {"schemes = [\"learned_qk\"]\n[experiment.sweep]\nseed = [1, 2]\n", "list them in schemes and seeds"},
+      {"schemes = [\"learned_qk\"]\n[experiment.sweep]\nlr = 0.1\n", "lr must be a non-empty list"},
+      {"[[experiment.arms]]\nschemes = [\"rope\"]\nswep = { lr = [1] }\n", "unknown key swep"},
+      {"[[experiment.arms]]\nschemes = [\"rope\"]\nsweep = { householder_beta = [\"reflection\"] }\n",
+       "householder_beta is read by none of the schemes rope"},
+  };
+  for (const auto& [text, says] : bad) {
+    spit(tmp / "bad.toml", "[experiment]\nseeds = [1]\nlengths = \"1x\"\nout = \"badruns\"\ncsv = \"badout/x.csv\"\n" +
+                               text + tiny_config("nope", 6, 3));
+    expect_refusal(run_routelab("experiment bad.toml --no-plot --quiet", tmp.path, tmp.path), says);
+    EXPECT_FALSE(fs::exists(tmp / "badruns")) << says;
+    EXPECT_FALSE(fs::exists(tmp / "badout")) << says;
+  }
+}
+
 TEST(nn_cli, passkey_writes_one_row_per_length_and_depth) {
   TempDir tmp;
   train_tiny_run(tmp, "learned_qkv_forget", 10);

@@ -1,8 +1,10 @@
 #include "nn/experiment.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/core.h>
@@ -14,6 +16,7 @@
 #include "nn/eval.h"
 #include "nn/model.h"
 #include "nn/passkey.h"
+#include "nn/scheme.h"
 #include "nn/train.h"
 
 namespace routelab::nn {
@@ -37,6 +40,203 @@ std::string body(const std::string& csv) {
 
 }  // namespace
 
+namespace {
+
+// A swept value as run names and CSV cells write it: text bare, numbers as
+// TOML reads them back (fmt's shortest form).
+std::string value_text(const toml::node& n) {
+  if (auto s = n.value_exact<std::string>()) return *s;
+  if (auto b = n.value_exact<bool>()) return *b ? "true" : "false";
+  if (auto i = n.value_exact<int64_t>()) return std::to_string(*i);
+  if (auto d = n.value_exact<double>()) return fmt::format("{}", *d);
+  return "?";
+}
+
+// to_toml writes every key, so it is the one list of the keys a run has.
+const toml::table& default_run_table() {
+  static const toml::table t = toml::parse(to_toml(RunConfig{}));
+  return t;
+}
+
+// Keys a sweep may not vary: the schemes and seeds lists do, and the
+// bookkeeping intervals do not change a run.
+bool unsweepable(std::string_view key) {
+  return key == "scheme" || key == "seed" || key == "checkpoint_every" || key == "log_every";
+}
+
+// "model" or "train" for a key a sweep may vary; empty otherwise.
+std::string sweep_section(const std::string& key) {
+  if (unsweepable(key)) return "";
+  for (const char* section : {"model", "train"})
+    if (default_run_table()[section][key]) return section;
+  return "";
+}
+
+std::string sweepable_keys() {
+  std::string out;
+  for (const char* section : {"model", "train"})
+    for (const auto& [k, v] : *default_run_table()[section].as_table())
+      if (!unsweepable(k.str())) out += (out.empty() ? "" : ", ") + std::string(k.str());
+  return out;
+}
+
+std::string config_value(const RunConfig& c, const std::string& key) {
+  const toml::table t = toml::parse(to_toml(c));
+  return value_text(*t[sweep_section(key)][key].node());
+}
+
+bool point_reads(const RunConfig& c, const std::string& key) {
+  return sweep_section(key) == "train" || scheme_reads(c.model, key);
+}
+
+std::vector<std::string> read_schemes(const toml::node& v, const std::string& where) {
+  const toml::array* a = v.as_array();
+  if (!a || a->empty()) throw ConfigError(fmt::format("{} schemes must be a list of names", where));
+  std::vector<std::string> out;
+  for (const auto& s : *a) {
+    const auto name = s.value<std::string>();
+    if (!name || !find_scheme(*name))
+      throw ConfigError(
+          fmt::format("{} schemes: '{}' is unknown; accepted: {}", where, name.value_or("?"), scheme_names()));
+    out.push_back(*name);
+  }
+  return out;
+}
+
+std::vector<uint64_t> read_seeds(const toml::node& v, const std::string& where) {
+  const toml::array* a = v.as_array();
+  if (!a || a->empty()) throw ConfigError(fmt::format("{} seeds must be a list of integers", where));
+  std::vector<uint64_t> out;
+  for (const auto& s : *a) {
+    const auto seed = s.value_exact<int64_t>();
+    if (!seed || *seed < 0 || *seed > (int64_t(1) << 62))
+      throw ConfigError(fmt::format("{} seeds must be integers in [0, 2^62]", where));
+    out.push_back(uint64_t(*seed));
+  }
+  return out;
+}
+
+// One cross of schemes, seeds and swept values.
+struct Arm {
+  std::string where;  // "FILE: [experiment]" or "FILE: [[experiment.arms]] 2"
+  std::vector<std::string> schemes;
+  std::vector<uint64_t> seeds;
+  std::vector<std::pair<std::string, std::vector<const toml::node*>>> sweep;
+};
+
+void read_sweep(Arm& arm, const toml::node& v) {
+  const toml::table* t = v.as_table();
+  if (!t || t->empty())
+    throw ConfigError(fmt::format("{} sweep must be a table of key = [values...]; accepted keys: {}", arm.where,
+                                  sweepable_keys()));
+  for (const auto& [k, values] : *t) {
+    const std::string key(k.str());
+    if (sweep_section(key).empty())
+      throw ConfigError(fmt::format("{} sweep: '{}' is not a key a sweep can vary{}; accepted: {}", arm.where, key,
+                                    key == "scheme" || key == "seed" ? " (list them in schemes and seeds)" : "",
+                                    sweepable_keys()));
+    const toml::array* a = values.as_array();
+    if (!a || a->empty())
+      throw ConfigError(fmt::format("{} sweep: {} must be a non-empty list of values", arm.where, key));
+    std::vector<const toml::node*> list;
+    std::set<std::string> seen;
+    for (const auto& x : *a) {
+      if (!seen.insert(value_text(x)).second)
+        throw ConfigError(fmt::format("{} sweep: {} lists {} twice", arm.where, key, value_text(x)));
+      list.push_back(&x);
+    }
+    arm.sweep.emplace_back(key, std::move(list));
+  }
+}
+
+Arm read_arm(const toml::table& x, const std::string& where, const Arm* defaults, bool top) {
+  Arm arm;
+  arm.where = where;
+  if (defaults) arm.schemes = defaults->schemes, arm.seeds = defaults->seeds;
+  for (const auto& [k, v] : x) {
+    const std::string key(k.str());
+    if (key == "schemes")
+      arm.schemes = read_schemes(v, where);
+    else if (key == "seeds")
+      arm.seeds = read_seeds(v, where);
+    else if (key == "sweep")
+      read_sweep(arm, v);
+    else if (!top)
+      throw ConfigError(fmt::format("{}: unknown key {}; accepted: schemes, seeds, sweep", where, key));
+  }
+  return arm;
+}
+
+// The runs of one arm, seeds outermost, each swept key varied only where the
+// point reads it; a run already listed (same directory) is not listed again.
+void add_points(ExperimentConfig& e, const toml::table& file, const Arm& arm, const std::string& path,
+                std::set<std::string>& dirs) {
+  const std::size_t K = arm.sweep.size();
+  std::size_t combos = 1;
+  for (const auto& [key, values] : arm.sweep) combos *= values.size();
+  std::vector<bool> ever_read(K, false);
+  for (uint64_t seed : arm.seeds)
+    for (const auto& scheme : arm.schemes)
+      for (std::size_t combo = 0; combo < combos; ++combo) {
+        std::vector<std::size_t> pick(K);  // the last key varies fastest
+        for (std::size_t c = combo, k = K; k-- > 0;) pick[k] = c % arm.sweep[k].second.size(), c /= arm.sweep[k].second.size();
+        // The point with the keys in `use` set to their swept values.
+        auto build = [&](const std::vector<bool>& use) {
+          toml::table t = file;
+          std::string named;
+          for (std::size_t k = 0; k < K; ++k) {
+            const auto& [key, values] = arm.sweep[k];
+            if (!use[k]) continue;
+            const std::string section = sweep_section(key);
+            if (!t[section].as_table()) t.insert_or_assign(section, toml::table{});
+            values[pick[k]]->visit([&](const auto& node) { t[section].as_table()->insert_or_assign(key, node); });
+            named += fmt::format("{}{} = {}", named.empty() ? "" : ", ", key, value_text(*values[pick[k]]));
+          }
+          if (!t["model"].as_table()) t.insert_or_assign("model", toml::table{});
+          if (!t["train"].as_table()) t.insert_or_assign("train", toml::table{});
+          t["model"].as_table()->insert_or_assign("scheme", scheme);
+          t["train"].as_table()->insert_or_assign("seed", int64_t(seed));
+          const std::string where = named.empty() ? path : fmt::format("{} ({} point {})", path, arm.where.substr(path.size() + 2), named);
+          return parse_run_config(t, where, {"experiment"});
+        };
+        std::vector<bool> use(K, true);
+        RunConfig c = build(use);
+        // A key the point does not read goes back to the base value; that
+        // can change what the point reads (learned_sigma under learned_init).
+        for (std::size_t round = 0; round <= K; ++round) {
+          std::vector<bool> reads(K);
+          for (std::size_t k = 0; k < K; ++k) reads[k] = use[k] && point_reads(c, arm.sweep[k].first);
+          if (reads == use) break;
+          use = reads;
+          c = build(use);
+        }
+        ExperimentPoint p;
+        p.config = c;
+        std::string name = scheme;
+        for (std::size_t k = 0; k < K; ++k) {
+          if (!use[k]) continue;
+          ever_read[k] = true;
+          const std::string& key = arm.sweep[k].first;
+          const std::string v = config_value(c, key);
+          if (v != config_value(e.base, key)) name += fmt::format("-{}={}", key, v);
+        }
+        // Every swept column, this arm's or not, says what the run used.
+        for (const auto& key : e.swept_keys) p.swept_values.push_back(point_reads(c, key) ? config_value(c, key) : "");
+        p.dir = (fs::path(e.out) / fmt::format("{}-s{}", name, seed)).string();
+        if (dirs.insert(p.dir).second) e.points.push_back(std::move(p));
+      }
+  for (std::size_t k = 0; k < K; ++k)
+    if (!ever_read[k]) {
+      std::string schemes;
+      for (const auto& s : arm.schemes) schemes += (schemes.empty() ? "" : ", ") + s;
+      throw ConfigError(fmt::format("{} sweep: {} is read by none of the schemes {} (at these values); sweep it "
+                                    "with a scheme that reads it",
+                                    arm.where, arm.sweep[k].first, schemes));
+    }
+}
+
+}  // namespace
+
 ExperimentConfig load_experiment_config(const std::string& path) {
   toml::table t;
   try {
@@ -49,27 +249,20 @@ ExperimentConfig load_experiment_config(const std::string& path) {
   e.base = parse_run_config(t, path, {"experiment"});
   const toml::table* x = t["experiment"].as_table();
   if (!x) throw ConfigError(fmt::format("{}: needs an [experiment] table (schemes, seeds, lengths, out, csv)", path));
+  const std::string top_where = path + ": [experiment]";
+  const Arm top = read_arm(*x, top_where, nullptr, true);
+  std::vector<Arm> arms;
+  if (!top.schemes.empty()) arms.push_back(top);
   for (const auto& [k, v] : *x) {
     const std::string key(k.str());
-    if (key == "schemes") {
+    if (key == "schemes" || key == "seeds" || key == "sweep") {
+      continue;
+    } else if (key == "arms") {
       const toml::array* a = v.as_array();
-      if (!a || a->empty()) throw ConfigError(fmt::format("{}: [experiment] schemes must be a list of names", path));
-      for (const auto& s : *a) {
-        const auto name = s.value<std::string>();
-        if (!name || !find_scheme(*name))
-          throw ConfigError(fmt::format("{}: [experiment] schemes: '{}' is unknown; accepted: {}", path,
-                                        name.value_or("?"), scheme_names()));
-        e.schemes.push_back(*name);
-      }
-    } else if (key == "seeds") {
-      const toml::array* a = v.as_array();
-      if (!a || a->empty()) throw ConfigError(fmt::format("{}: [experiment] seeds must be a list of integers", path));
-      for (const auto& s : *a) {
-        const auto seed = s.value_exact<int64_t>();
-        if (!seed || *seed < 0)
-          throw ConfigError(fmt::format("{}: [experiment] seeds must be non-negative integers", path));
-        e.seeds.push_back(uint64_t(*seed));
-      }
+      if (!a || a->empty() || !a->is_array_of_tables())
+        throw ConfigError(fmt::format("{} arms must be tables ([[experiment.arms]]) of schemes, seeds, sweep", top_where));
+      for (std::size_t i = 0; i < a->size(); ++i)
+        arms.push_back(read_arm(*(*a)[i].as_table(), fmt::format("{}: [[experiment.arms]] {}", path, i + 1), &top, false));
     } else if (key == "passkey_trials") {
       const auto n = v.value_exact<int64_t>();
       if (!n || *n < 0 || *n > 100000)
@@ -93,32 +286,49 @@ ExperimentConfig load_experiment_config(const std::string& path) {
       (key == "lengths" ? e.lengths : key == "out" ? e.out : key == "csv" ? e.csv : e.passkey_lengths) = *s;
     } else {
       throw ConfigError(
-          fmt::format("{}: unknown key [experiment] {}; accepted: schemes, seeds, lengths, out, csv, "
+          fmt::format("{}: unknown key [experiment] {}; accepted: schemes, seeds, sweep, arms, lengths, out, csv, "
                       "passkey_trials, passkey_depths, passkey_lengths",
                       path, key));
     }
   }
-  if (e.schemes.empty() || e.seeds.empty() || e.out.empty() || e.csv.empty())
-    throw ConfigError(fmt::format("{}: [experiment] needs schemes, seeds, out and csv", path));
-  if (e.passkey_lengths.empty()) e.passkey_lengths = e.lengths;
-  auto lengths_of = [&](const std::string& key, const std::string& text) {
-    try {
-      return parse_lengths(text, e.base.model.context);
-    } catch (const std::invalid_argument& err) {
-      throw ConfigError(fmt::format("{}: [experiment] {}: {}", path, key, err.what()));
-    }
+  if (arms.empty() || e.out.empty() || e.csv.empty())
+    throw ConfigError(fmt::format("{}: [experiment] needs schemes (or [[experiment.arms]]), seeds, out and csv", path));
+  if (!top.sweep.empty() && top.schemes.empty())
+    throw ConfigError(fmt::format("{} sweep needs schemes beside it (an arm's sweep goes in its own table)", top_where));
+  for (const auto& arm : arms) {
+    if (arm.schemes.empty() || arm.seeds.empty())
+      throw ConfigError(fmt::format("{} needs schemes and seeds (its own or [experiment]'s)", arm.where));
+    for (const auto& s : arm.schemes)
+      if (std::find(e.schemes.begin(), e.schemes.end(), s) == e.schemes.end()) e.schemes.push_back(s);
+    for (uint64_t s : arm.seeds)
+      if (std::find(e.seeds.begin(), e.seeds.end(), s) == e.seeds.end()) e.seeds.push_back(s);
+    for (const auto& [key, values] : arm.sweep)
+      if (std::find(e.swept_keys.begin(), e.swept_keys.end(), key) == e.swept_keys.end()) e.swept_keys.push_back(key);
+  }
+  std::set<std::string> dirs;
+  for (const auto& arm : arms) add_points(e, t, arm, path, dirs);
+  // Seeds outermost across arms too.
+  auto seed_rank = [&](const ExperimentPoint& p) {
+    return std::find(e.seeds.begin(), e.seeds.end(), p.config.train.seed) - e.seeds.begin();
   };
-  lengths_of("lengths", e.lengths);
-  if (e.passkey_trials > 0)
-    for (int64_t L : lengths_of("passkey_lengths", e.passkey_lengths))
-      if (L < passkey_min_length())
-        throw ConfigError(fmt::format("{}: [experiment] passkey_lengths: {} is too short for passkey windows (at "
-                                      "least {}); set passkey_trials = 0 or lengthen",
-                                      path, L, passkey_min_length()));
-  for (const auto& s : e.schemes) {
-    RunConfig c = e.base;
-    c.model.scheme = s;
-    validate(c, path);
+  std::stable_sort(e.points.begin(), e.points.end(),
+                   [&](const ExperimentPoint& a, const ExperimentPoint& b) { return seed_rank(a) < seed_rank(b); });
+  if (e.passkey_lengths.empty()) e.passkey_lengths = e.lengths;
+  for (const auto& p : e.points) {
+    auto lengths_of = [&](const std::string& key, const std::string& text) {
+      try {
+        return parse_lengths(text, p.config.model.context);
+      } catch (const std::invalid_argument& err) {
+        throw ConfigError(fmt::format("{}: [experiment] {}: {}", path, key, err.what()));
+      }
+    };
+    lengths_of("lengths", e.lengths);
+    if (e.passkey_trials > 0)
+      for (int64_t L : lengths_of("passkey_lengths", e.passkey_lengths))
+        if (L < passkey_min_length())
+          throw ConfigError(fmt::format("{}: [experiment] passkey_lengths: {} is too short for passkey windows (at "
+                                        "least {}); set passkey_trials = 0 or lengthen",
+                                        path, L, passkey_min_length()));
   }
   return e;
 }
@@ -208,62 +418,110 @@ std::string evaluate_run(const std::string& run_dir, const std::string& lengths_
   return rows;
 }
 
+namespace {
+
+// "scheme,rest" -> "scheme,v1,...,vK,rest" on every line of a CSV body (or
+// header): the swept keys' columns after the scheme.
+std::string with_swept(const std::string& lines, const std::vector<std::string>& cells) {
+  if (cells.empty()) return lines;
+  std::string extra;
+  for (const auto& c : cells) extra += c + ",";
+  std::string out;
+  std::size_t at = 0;
+  while (at < lines.size()) {
+    std::size_t nl = lines.find('\n', at);
+    if (nl == std::string::npos) nl = lines.size();
+    const std::string line = lines.substr(at, nl - at);
+    const std::size_t comma = line.find(',');
+    out += line.substr(0, comma + 1) + extra + line.substr(comma + 1) + "\n";
+    at = nl + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string experiment_listing(const ExperimentConfig& e) {
+  std::string out;
+  for (const ExperimentPoint& p : e.points) {
+    std::string values;
+    for (std::size_t k = 0; k < e.swept_keys.size(); ++k)
+      if (!p.swept_values[k].empty()) values += fmt::format(" {}={}", e.swept_keys[k], p.swept_values[k]);
+    std::string state = "to train";
+    if (fs::exists(checkpoint_path(p.dir))) {
+      const Checkpoint ck = load_checkpoint(checkpoint_path(p.dir));
+      require_same_config(ck, p.config, checkpoint_path(p.dir));
+      const std::string eval_csv = (fs::path(p.dir) / "eval.csv").string();
+      const auto side = nlohmann::json::parse(slurp(eval_csv + ".json"), nullptr, false);
+      const bool evaluated = !side.is_discarded() && side.value("lengths_text", "") == e.lengths;
+      state = ck.step < p.config.train.steps ? fmt::format("step {} of {}", ck.step, p.config.train.steps)
+              : evaluated                    ? "done"
+                                             : "trained";
+    }
+    out += fmt::format("{} {} seed={}{}: {}\n", p.dir, p.config.model.scheme, p.config.train.seed, values, state);
+  }
+  return out;
+}
+
 void run_experiment(const ExperimentConfig& e, bool progress, const BackendFactory& backend) {
   const auto start = std::chrono::steady_clock::now();
   std::string rows, pos_rows, passkey_rows;
   nlohmann::json runs = nlohmann::json::array();
-  // Seeds outermost: an experiment stopped early has every scheme at the
-  // first seeds rather than every seed of the first schemes.
-  for (uint64_t seed : e.seeds)
-    for (const auto& scheme : e.schemes) {
-      RunConfig c = e.base;
-      c.model.scheme = scheme;
-      c.train.seed = seed;
-      const std::string dir = (fs::path(e.out) / fmt::format("{}-s{}", scheme, seed)).string();
-      bool trained = false;
-      if (fs::exists(checkpoint_path(dir))) {
-        const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
-        require_same_config(ck, c, checkpoint_path(dir));
-        trained = ck.step == c.train.steps;
-      }
-      double train_s = 0;
-      if (!trained) {
-        if (progress) fmt::print(stderr, "experiment: training {}\n", dir);
-        train_s = train_run(c, {dir, true, progress, backend}).wall_seconds;
-      }
-      const std::string eval_csv = (fs::path(dir) / "eval.csv").string();
-      // A finished evaluation at the same lengths is kept.
-      bool evaluated = false;
-      if (trained && fs::exists(eval_csv + ".json")) {
-        const auto side = nlohmann::json::parse(slurp(eval_csv + ".json"), nullptr, false);
-        evaluated = !side.is_discarded() && side.value("lengths_text", "") == e.lengths;
-      }
-      if (!evaluated) {
-        evaluate_run(dir, e.lengths, eval_csv, progress, backend);
-      }
-      rows += body(slurp(eval_csv));
-      pos_rows += body(slurp(positions_path(eval_csv)));
-      if (e.passkey_trials > 0) {
-        const std::string pk = (fs::path(dir) / "passkey.csv").string();
-        // Kept only when it asked the same questions.
-        const auto side = nlohmann::json::parse(slurp(pk + ".json"), nullptr, false);
-        const bool same = !side.is_discarded() && side.value("trials", 0) == e.passkey_trials &&
-                          side.value("lengths_text", "") == e.passkey_lengths && side.contains("depths") &&
-                          side["depths"].get<std::vector<double>>() == e.passkey_depths;
-        if (!trained || !same)
-          passkey_run(dir, e.passkey_lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress, backend);
-        passkey_rows += body(slurp(pk));
-      }
-      runs.push_back({{"run", dir}, {"train_seconds_this_call", train_s}});
+  for (const ExperimentPoint& p : e.points) {
+    const RunConfig& c = p.config;
+    const std::string& dir = p.dir;
+    bool trained = false;
+    if (fs::exists(checkpoint_path(dir))) {
+      const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
+      require_same_config(ck, c, checkpoint_path(dir));
+      trained = ck.step == c.train.steps;
     }
+    double train_s = 0;
+    if (!trained) {
+      if (progress) fmt::print(stderr, "experiment: training {}\n", dir);
+      train_s = train_run(c, {dir, true, progress, backend}).wall_seconds;
+    }
+    const std::string eval_csv = (fs::path(dir) / "eval.csv").string();
+    // A finished evaluation at the same lengths is kept.
+    bool evaluated = false;
+    if (trained && fs::exists(eval_csv + ".json")) {
+      const auto side = nlohmann::json::parse(slurp(eval_csv + ".json"), nullptr, false);
+      evaluated = !side.is_discarded() && side.value("lengths_text", "") == e.lengths;
+    }
+    if (!evaluated) {
+      evaluate_run(dir, e.lengths, eval_csv, progress, backend);
+    }
+    rows += with_swept(body(slurp(eval_csv)), p.swept_values);
+    pos_rows += with_swept(body(slurp(positions_path(eval_csv))), p.swept_values);
+    if (e.passkey_trials > 0) {
+      const std::string pk = (fs::path(dir) / "passkey.csv").string();
+      // Kept only when it asked the same questions.
+      const auto side = nlohmann::json::parse(slurp(pk + ".json"), nullptr, false);
+      const bool same = !side.is_discarded() && side.value("trials", 0) == e.passkey_trials &&
+                        side.value("lengths_text", "") == e.passkey_lengths && side.contains("depths") &&
+                        side["depths"].get<std::vector<double>>() == e.passkey_depths;
+      if (!trained || !same)
+        passkey_run(dir, e.passkey_lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress, backend);
+      passkey_rows += with_swept(body(slurp(pk)), p.swept_values);
+    }
+    nlohmann::json values = nlohmann::json::object();
+    for (std::size_t k = 0; k < e.swept_keys.size(); ++k) values[e.swept_keys[k]] = p.swept_values[k];
+    runs.push_back({{"run", dir},
+                    {"scheme", c.model.scheme},
+                    {"seed", c.train.seed},
+                    {"swept", values},
+                    {"train_seconds_this_call", train_s}});
+  }
   const fs::path csv_dir = fs::path(e.csv).parent_path();
   if (!csv_dir.empty()) fs::create_directories(csv_dir);
-  write_file_atomic(positions_path(e.csv), positions_csv_header() + pos_rows);
+  const std::vector<std::string>& keys = e.swept_keys;
+  write_file_atomic(positions_path(e.csv), with_swept(positions_csv_header(), keys) + pos_rows);
   if (e.passkey_trials > 0)
-    write_file_atomic(passkey_path(e.csv), passkey_csv_header() + passkey_rows);
-  write_file_atomic(e.csv, eval_csv_header() + rows);
+    write_file_atomic(passkey_path(e.csv), with_swept(passkey_csv_header(), keys) + passkey_rows);
+  write_file_atomic(e.csv, with_swept(eval_csv_header(), keys) + rows);
   nlohmann::json cfg = {{"command", "experiment"}, {"config", to_json(e.base)}, {"schemes", e.schemes},
-                        {"seeds", e.seeds},         {"lengths", e.lengths},      {"runs", runs}};
+                        {"seeds", e.seeds},         {"swept_keys", keys},       {"lengths", e.lengths},
+                        {"runs", runs}};
   write_sidecar(e.csv, cfg, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 

@@ -5,8 +5,19 @@
 //                out = run directories' parent, csv = the combined CSV,
 //                passkey_trials (0: none), passkey_depths = [...],
 //                passkey_lengths = "1x,..." (default: lengths)
-// Each run lives in out/<scheme>-s<seed> and resumes where it stopped, so an
-// interrupted experiment picks up where it was.
+//   [experiment.sweep] key = [values...]: any [model] or [train] key but
+//                scheme and seed, each value crossed with the schemes, the
+//                seeds and the other swept keys (the last key varies fastest)
+//   [[experiment.arms]] schemes, seeds, sweep: further crosses of their own
+//                (schemes and seeds default to [experiment]'s), for designs
+//                that are not one cross: the experiment runs the union.
+// A swept key that a point does not read (scheme_reads) is not varied there:
+// that point runs once, its CSV cell empty. Each run lives in
+// out/<scheme>[-key=value...]-s<seed>, naming the swept values that differ
+// from the base config (so the base point of a sweep shares its run with the
+// experiment without it), and resumes where it stopped, so an interrupted
+// experiment picks up where it was. Runs go seeds outermost: stopped early,
+// an experiment has every point at its first seeds.
 #pragma once
 
 #include <string>
@@ -21,10 +32,22 @@
 
 namespace routelab::nn {
 
+// One run of an experiment.
+struct ExperimentPoint {
+  RunConfig config;
+  std::string dir;
+  // One cell per ExperimentConfig::swept_keys: the value this run used, empty
+  // where it does not read the key.
+  std::vector<std::string> swept_values;
+};
+
 struct ExperimentConfig {
   RunConfig base;
-  std::vector<std::string> schemes;
-  std::vector<uint64_t> seeds;
+  std::vector<std::string> schemes;  // every scheme of every arm, in order
+  std::vector<uint64_t> seeds;       // likewise
+  // The CSVs' extra columns (after scheme), in order of first appearance.
+  std::vector<std::string> swept_keys;
+  std::vector<ExperimentPoint> points;
   std::string lengths = "1x,2x,4x,8x,16x,32x,64x";
   std::string out, csv;
   int passkey_trials = 0;  // keys per length and depth; 0 skips passkey retrieval
@@ -34,6 +57,8 @@ struct ExperimentConfig {
   std::vector<double> passkey_depths = {0, 0.25, 0.5, 0.75, 1};
 };
 
+// Every refusal (a bad key, an empty or repeated sweep list, a value out of
+// range, a swept key no scheme reads) is a ConfigError before any work.
 ExperimentConfig load_experiment_config(const std::string& path);
 
 // The eval CSV's columns, shared by `routelab eval` and experiments.
@@ -64,6 +89,12 @@ std::unique_ptr<ModelBackend> trained_run_backend(TrainedRun& run, const Backend
 // `backend` says where the model runs (empty: the CPU).
 std::string evaluate_run(const std::string& run_dir, const std::string& lengths, const std::string& eval_csv,
                          bool progress, const BackendFactory& backend = {});
+
+// One line per run, in the order the experiment takes them: directory,
+// scheme, seed, key=value for each swept key it reads, and its state
+// ("done", "trained" (not evaluated at these lengths), "step N of M", "to
+// train"). Reads checkpoints' headers only.
+std::string experiment_listing(const ExperimentConfig& e);
 
 // Trains and evaluates every run not yet done, then writes the combined CSVs.
 // Training and evaluation run on `backend` (empty: the CPU); passkey retrieval
