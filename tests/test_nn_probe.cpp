@@ -196,6 +196,66 @@ TEST(nn_probe, angle_gaps_follow_their_closed_forms) {
   EXPECT_EQ(window_max({5, -1}), -1);
 }
 
+// The projected increments start with the normal table's spread: over a
+// stream of every byte, the step angles' first harmonic is about
+// e^{-sigma^2/2} (0.61 at sigma = 1; its spread over blocks from |w_b|'s
+// chi-squared law and 1024 positions is about 0.02 on the mean of 32
+// blocks, so 0.06 is 3 s.d.). Planted: a start at sigma = 0.7 (0.78) fails.
+TEST(nn_probe, projected_angles_start_near_the_normal_tables_beta) {
+  auto mean_beta = [](double sigma) {
+    ModelConfig m;
+    m.d_model = 64, m.heads = 2, m.layers = 2, m.mlp_ratio = 2, m.context = 256;
+    m.scheme = "projected_qkv", m.learned_sigma = sigma;
+    Model<float> model(m, 3);
+    PhaseStats stats(m.layers, m.head_dim() / 2, {16});
+    model.set_angle_observer([&](int l, const double* theta, int B, int T, int) { stats.add(l, theta, B, T); });
+    std::vector<int> tokens(4 * 256), targets(4 * 256, 0);
+    Stream s(4, 0);
+    for (int& x : tokens) x = int(s.below(256));
+    model.forward(tokens.data(), targets.data(), 4, 256, kEvalPass, false);
+    double sum = 0;
+    const auto h = stats.step_harmonics();
+    for (const auto& z : h) sum += std::abs(z);
+    return sum / double(h.size());
+  };
+  EXPECT_NEAR(mean_beta(1.0), std::exp(-0.5), 0.06);
+  EXPECT_GT(std::abs(mean_beta(0.7) - std::exp(-0.5)), 0.06);
+}
+
+// Independent blocks give a variance ratio near 1; one phase shared by every
+// block gives B; a step law's harmonic is recovered from theta alone.
+TEST(nn_probe, phase_stats_see_shared_and_independent_blocks) {
+  const int nb = 8, T = 400, B = 20;
+  auto ratio = [&](bool shared) {
+    PhaseStats stats(1, nb, {10});
+    std::vector<double> theta(std::size_t(B) * T * nb);
+    Stream s(9, shared);
+    for (int b = 0; b < B; ++b) {
+      std::vector<double> sum(nb, 0.0);
+      for (int t = 0; t < T; ++t) {
+        const double common = s.uniform(-1.0, 1.0);
+        for (int j = 0; j < nb; ++j) {
+          sum[j] += shared ? common : s.uniform(-1.0, 1.0);
+          theta[(std::size_t(b) * T + t) * nb + j] = std::remainder(sum[j], 2 * M_PI);
+        }
+      }
+    }
+    stats.add(0, theta.data(), B, T);
+    // Example 1: E e^{i psi} = sin(1)/1 for U(-1, 1) steps; 8000 steps give a
+    // standard error of about 0.005.
+    for (const auto& z : stats.step_harmonics()) EXPECT_NEAR(std::abs(z), std::sin(1.0), 0.03);
+    return stats.rows()[0];
+  };
+  const auto independent = ratio(false), shared = ratio(true);
+  EXPECT_EQ(independent.pairs, int64_t(B) * (T - 10));
+  EXPECT_NEAR(independent.variance_ratio, 1.0, 0.3);
+  EXPECT_LT(independent.mean_abs_corr, 0.1);
+  EXPECT_NEAR(shared.variance_ratio, double(nb), 1e-6);
+  EXPECT_NEAR(shared.mean_abs_corr, 1.0, 1e-9);
+  EXPECT_EQ(phase_distances(128), (std::vector<int64_t>{16, 32, 64}));
+  EXPECT_EQ(phase_distances(4), (std::vector<int64_t>{1, 2}));
+}
+
 TEST(nn_cli, probe_writes_rows_angles_and_protocol_the_same_on_any_thread_count) {
   TempDir tmp;
   spit(tmp / "c.toml", tiny_config("learned_qkv", 20, 20));
@@ -207,7 +267,7 @@ TEST(nn_cli, probe_writes_rows_angles_and_protocol_the_same_on_any_thread_count)
   EXPECT_EQ(csv, r.out);
   EXPECT_EQ(csv.substr(0, csv.find('\n')) + "\n", probe_csv_header());
   EXPECT_EQ(count_lines(csv), 1 + 2 * 1 * 2);  // lengths x layers x heads
-  EXPECT_NE(csv.find("\nlearned_qkv,1,16,64,4,0,1,2,118,"), std::string::npos) << csv;  // 2 windows x (64 - 5)
+  EXPECT_NE(csv.find("\nrun,learned_qkv,1,16,64,4,0,1,2,118,"), std::string::npos) << csv;  // 2 windows x (64 - 5)
   // bound_violations, the last column, is 0 on every row.
   for (std::size_t at = csv.find('\n'); at + 1 < csv.size(); at = csv.find('\n', at + 1))
     EXPECT_EQ(csv.substr(csv.rfind(',', csv.find('\n', at + 1)), 3), ",0\n") << csv;
@@ -220,6 +280,9 @@ TEST(nn_cli, probe_writes_rows_angles_and_protocol_the_same_on_any_thread_count)
   ASSERT_EQ(two.status, 0) << two.err;
   EXPECT_EQ(slurp(tmp / "two.csv"), csv);
   EXPECT_EQ(slurp(tmp / "two-angles.csv"), angles);
+  const std::string phases = slurp(tmp / "run/probe-phases.csv");
+  EXPECT_EQ(count_lines(phases), 1 + 1 * 3);  // layers x distances 2, 4, 8
+  EXPECT_EQ(slurp(tmp / "two-phases.csv"), phases);
 }
 
 TEST(nn_cli, probe_refuses_bad_input_before_writing) {

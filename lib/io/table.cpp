@@ -26,9 +26,8 @@ int Table::column_index(const std::string& name) const {
   return -1;
 }
 
-namespace {
 std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) {
     if (c == '"') out += '"';
@@ -36,7 +35,6 @@ std::string csv_field(const std::string& s) {
   }
   return out + "\"";
 }
-}  // namespace
 
 std::string Table::to_csv() const {
   std::string out;

@@ -27,6 +27,10 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// A text cell as CSV writes it: quoted (quotes doubled) when it holds a
+// comma, quote or line break, as is otherwise.
+std::string csv_field(const std::string& s);
+
 // Shortest round-trip text of a double; "" for NaN; "inf"/"-inf".
 std::string format_number(double x);
 std::string format_number(std::optional<double> x);

@@ -60,13 +60,6 @@ int64_t last_bin_start(int64_t L) {
   return L > 1 ? lo : 0;
 }
 
-std::size_t angle_table_offset(const Model<float>& model, int layer) {
-  const std::string name = "layer" + std::to_string(layer) + ".angles";
-  for (const auto& t : model.tensors())
-    if (t.name == name) return t.offset;
-  throw std::logic_error("no tensor " + name);
-}
-
 std::string window_text(long long w) { return w < 0 ? "inf" : std::to_string(w); }
 
 }  // namespace
@@ -145,19 +138,24 @@ void probe_attention(HeadProbe* heads, const R* q, const R* k, ScoreBias<R> bias
     heads[(task / rows) % s.H].add(stats[task], window + 1 + task % rows >= last);
 }
 
-std::vector<BlockGap> angle_gaps(const Model<float>& model, const std::vector<double>& byte_freq, double eps) {
+std::vector<BlockGap> angle_gaps(const Model<float>& model, const std::vector<double>& byte_freq, double eps,
+                                 const std::vector<std::complex<double>>& stream_harmonic) {
   const ModelConfig& m = model.config();
   const SchemeInfo* scheme = find_scheme(m.scheme);
   if (!scheme || scheme->angles == AngleKind::none) return {};
   const std::vector<double> f = angle_frequencies(m);
   const int nb = int(f.size());
+  if (scheme->angles == AngleKind::projected && stream_harmonic.size() != std::size_t(m.layers) * nb)
+    throw std::logic_error("angle_gaps: projected angles need the stream's step harmonics");
   std::vector<BlockGap> out;
   for (int l = 0; l < m.layers; ++l) {
     // The learned table's layout is LearnedAngles': entry (x, b) at x nb + b.
-    const float* table = scheme->angles == AngleKind::learned ? model.params.data() + angle_table_offset(model, l)
-                                                              : nullptr;
+    const float* table =
+        scheme->angles == AngleKind::learned ? model.params.data() + layer_params(model.tensors(), l).angles : nullptr;
     for (int b = 0; b < nb; ++b) {
       std::complex<double> mean;
+      const char* source = "closed form";
+      double beta_init = 1.0;
       switch (scheme->angles) {
         case AngleKind::rope:
           mean = 1.0;  // |e^{i f_b}| = 1 exactly; the drift is f_b
@@ -165,17 +163,108 @@ std::vector<BlockGap> angle_gaps(const Model<float>& model, const std::vector<do
         case AngleKind::random:
           // Example 1: E e^{i psi} = sin(a)/a for psi ~ U(-a, a), a = s f_b.
           mean = theory::so2_uniform_harmonic(m.angle_scale * f[b]);
+          beta_init = std::abs(mean);  // drawn, not trained
           break;
         case AngleKind::learned:
           for (int x = 0; x < 256; ++x) mean += byte_freq[x] * std::polar(1.0, double(table[x * nb + b]));
+          source = "table";
+          beta_init = initial_block_beta(m, f[b]);
+          break;
+        case AngleKind::projected:
+          mean = stream_harmonic[std::size_t(l) * nb + b];
+          source = "stream";
+          beta_init = initial_block_beta(m, f[b]);
           break;
         case AngleKind::none:
           break;
       }
       const double beta = std::abs(mean);
       const double drift = scheme->angles == AngleKind::rope ? f[b] : std::arg(mean);
-      out.push_back({l, b, f[b], beta, drift, theory::mixing_window(beta, eps)});
+      out.push_back({l, b, f[b], beta, drift, theory::mixing_window(beta, eps), beta_init,
+                     theory::mixing_window(beta_init, eps), source});
     }
+  }
+  return out;
+}
+
+PhaseStats::PhaseStats(int layers, int nb, std::vector<int64_t> distances)
+    : layers_(layers), nb_(nb), distances_(std::move(distances)), step_sum_(std::size_t(layers) * nb),
+      steps_(layers, 0), pairs_(std::size_t(layers) * distances_.size(), 0),
+      sx_(pairs_.size() * nb, 0.0), sxx_(pairs_.size() * nb * nb, 0.0) {}
+
+void PhaseStats::add(int layer, const double* theta, int B, int T) {
+  const int nb = nb_;
+  std::complex<double>* steps = step_sum_.data() + std::size_t(layer) * nb;
+  std::vector<double> x(nb);
+  for (int b = 0; b < B; ++b) {
+    const double* th = theta + int64_t(b) * T * nb;
+    // psi_t = theta_t - theta_{t-1} up to 2 pi (theta_{-1} = 0): the wrap
+    // does not change e^{i psi}.
+    for (int64_t t = 0; t < T; ++t)
+      for (int j = 0; j < nb; ++j) steps[j] += std::polar(1.0, th[t * nb + j] - (t > 0 ? th[(t - 1) * nb + j] : 0.0));
+    steps_[layer] += T;
+    for (std::size_t k = 0; k < distances_.size(); ++k) {
+      const int64_t n = distances_[k];
+      const std::size_t at = std::size_t(layer) * distances_.size() + k;
+      double* sx = sx_.data() + at * nb;
+      double* sxx = sxx_.data() + at * nb * nb;
+      for (int64_t i = n; i < T; ++i) {
+        for (int j = 0; j < nb; ++j) x[j] = std::cos(th[i * nb + j] - th[(i - n) * nb + j]);
+        for (int j = 0; j < nb; ++j) {
+          sx[j] += x[j];
+          for (int jj = 0; jj < nb; ++jj) sxx[j * nb + jj] += x[j] * x[jj];
+        }
+        ++pairs_[at];
+      }
+    }
+  }
+}
+
+std::vector<std::complex<double>> PhaseStats::step_harmonics() const {
+  std::vector<std::complex<double>> out(step_sum_.size());
+  for (int l = 0; l < layers_; ++l)
+    for (int j = 0; j < nb_; ++j)
+      out[std::size_t(l) * nb_ + j] = steps_[l] ? step_sum_[std::size_t(l) * nb_ + j] / double(steps_[l]) : 0.0;
+  return out;
+}
+
+std::vector<PhaseStats::Row> PhaseStats::rows() const {
+  std::vector<Row> out;
+  const int nb = nb_;
+  for (int l = 0; l < layers_; ++l)
+    for (std::size_t k = 0; k < distances_.size(); ++k) {
+      const std::size_t at = std::size_t(l) * distances_.size() + k;
+      const double n = double(pairs_[at]);
+      Row r{l, distances_[k], pairs_[at], 0, 0.0, 0.0, 0.0};
+      if (pairs_[at] == 0) {
+        out.push_back(r);
+        continue;
+      }
+      const double* sx = sx_.data() + at * nb;
+      const double* sxx = sxx_.data() + at * nb * nb;
+      auto cov = [&](int a, int b) { return sxx[a * nb + b] / n - (sx[a] / n) * (sx[b] / n); };
+      double total = 0, diagonal = 0, corr = 0;
+      int pairs = 0;
+      for (int a = 0; a < nb; ++a) {
+        r.mean_cos += sx[a] / n / nb;
+        diagonal += cov(a, a);
+        for (int b = 0; b < nb; ++b) total += cov(a, b);
+        if (cov(a, a) > 1e-12) ++r.blocks;
+        for (int b = a + 1; b < nb; ++b)
+          if (cov(a, a) > 1e-12 && cov(b, b) > 1e-12) corr += std::abs(cov(a, b)) / std::sqrt(cov(a, a) * cov(b, b)), ++pairs;
+      }
+      r.variance_ratio = diagonal > 0 ? total / diagonal : std::numeric_limits<double>::quiet_NaN();
+      r.mean_abs_corr = pairs ? corr / pairs : std::numeric_limits<double>::quiet_NaN();
+      out.push_back(r);
+    }
+  return out;
+}
+
+std::vector<int64_t> phase_distances(int64_t T) {
+  std::vector<int64_t> out;
+  for (int64_t div : {8, 4, 2}) {
+    const int64_t n = std::max<int64_t>(1, T / div);
+    if (n < T && (out.empty() || out.back() != n)) out.push_back(n);
   }
   return out;
 }
@@ -198,16 +287,22 @@ long long window_max(const std::vector<long long>& w) {
 }
 
 std::string probe_csv_header() {
-  return "scheme,seed,train_len,eval_len,window,layer,head,windows,queries,far_mass,far_norm,entropy,logit_range,"
+  return "run,scheme,seed,train_len,eval_len,window,layer,head,windows,queries,far_mass,far_norm,entropy,logit_range,"
          "far_mass_lower_bound,far_mass_last_bin,bound_violations\n";
 }
 
 std::string probe_angles_csv_header() {
-  return "scheme,seed,train_len,layer,block,frequency,eps,beta,drift,mixing_window,layer_window_median,"
-         "layer_window_max\n";
+  return "run,scheme,seed,train_len,layer,block,frequency,eps,beta,drift,mixing_window,layer_window_median,"
+         "layer_window_max,beta_source,beta_init,mixing_window_init,layer_window_median_init\n";
 }
 
 std::string probe_angles_path(const std::string& csv) { return csv_with_suffix(csv, "-angles.csv"); }
+
+std::string probe_phases_csv_header() {
+  return "run,scheme,seed,train_len,layer,distance,pairs,blocks,mean_cos,variance_ratio,mean_abs_corr\n";
+}
+
+std::string probe_phases_path(const std::string& csv) { return csv_with_suffix(csv, "-phases.csv"); }
 
 std::string probe_runs(const ProbeOptions& o) {
   const auto start = std::chrono::steady_clock::now();
@@ -235,7 +330,7 @@ std::string probe_runs(const ProbeOptions& o) {
       throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", dir));
   }
 
-  std::string rows, angle_rows;
+  std::string rows, angle_rows, phase_rows;
   nlohmann::json runs_json = nlohmann::json::array();
   for (const auto& dir : o.runs) {
     TrainedRun run = load_trained_run(dir, o.lengths);
@@ -244,7 +339,7 @@ std::string probe_runs(const ProbeOptions& o) {
     const std::vector<uint8_t>& val = run.corpus.val;
     const int64_t W = o.window ? o.window : c.model.context / 4;
     const int H = c.model.heads, layers = c.model.layers;
-    const std::string key = fmt::format("{},{},{}", c.model.scheme, c.train.seed, c.model.context);
+    const std::string key = fmt::format("{},{},{},{}", csv_field(dir), c.model.scheme, c.train.seed, c.model.context);
     nlohmann::json per_length = nlohmann::json::array();
     for (int64_t L : run.lengths) {
       if (int64_t(val.size()) < L + 1)
@@ -275,27 +370,50 @@ std::string probe_runs(const ProbeOptions& o) {
 
     std::vector<double> freq(256, 0.0);
     for (uint8_t x : val) freq[x] += 1.0 / double(val.size());
-    const std::vector<BlockGap> gaps = angle_gaps(model, freq, o.eps);
+    // The angles over the whole validation stream in training-length windows.
+    const int nb = c.model.head_dim() / 2;
+    const int64_t T = c.model.context;
+    PhaseStats phases(layers, nb, phase_distances(T));
+    double phase_secs = 0;
+    if (find_scheme(c.model.scheme)->angles != AngleKind::none && int64_t(val.size()) > T) {
+      const auto t0 = std::chrono::steady_clock::now();
+      model.set_angle_observer(
+          [&](int layer, const double* theta, int B, int Tw, int) { phases.add(layer, theta, B, Tw); });
+      forward_windows(model, val, T, int64_t(val.size() - 1) / T, [](int64_t, int) {});
+      model.set_angle_observer(nullptr);
+      phase_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (const auto& r : phases.rows())
+        phase_rows += fmt::format("{},{},{},{},{},{},{},{}\n", key, r.layer, r.distance, r.pairs, r.blocks,
+                                  format_number(r.mean_cos), format_number(r.variance_ratio),
+                                  format_number(r.mean_abs_corr));
+      if (o.progress) fmt::print(stderr, "probe {} phases: {} windows of {} in {:.1f} s\n", dir, (val.size() - 1) / T, T, phase_secs);
+    }
+    const std::vector<BlockGap> gaps = angle_gaps(model, freq, o.eps, phases.step_harmonics());
     for (int l = 0; l < layers && !gaps.empty(); ++l) {
-      std::vector<long long> w;
+      std::vector<long long> w, w_init;
       for (const auto& g : gaps)
-        if (g.layer == l) w.push_back(g.mixing_window);
+        if (g.layer == l) w.push_back(g.mixing_window), w_init.push_back(g.mixing_window_init);
       const std::string median = window_text(window_lower_median(w)), max = window_text(window_max(w));
+      const std::string median_init = window_text(window_lower_median(w_init));
       for (const auto& g : gaps)
         if (g.layer == l)
-          angle_rows += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", key, l, g.block, format_number(g.frequency),
-                                    format_number(o.eps), format_number(g.beta), format_number(g.drift),
-                                    window_text(g.mixing_window), median, max);
+          angle_rows += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", key, l, g.block,
+                                    format_number(g.frequency), format_number(o.eps), format_number(g.beta),
+                                    format_number(g.drift), window_text(g.mixing_window), median, max, g.source,
+                                    format_number(g.beta_init), window_text(g.mixing_window_init), median_init);
     }
     runs_json.push_back({{"run", dir},
                          {"checkpoint_step", run.step},
                          {"config", to_json(c)},
                          {"window", W},
-                         {"lengths", per_length}});
+                         {"lengths", per_length},
+                         {"phase_windows", phase_secs > 0 ? int64_t(val.size() - 1) / T : 0},
+                         {"phase_seconds", phase_secs}});
   }
 
   const std::string csv = probe_csv_header() + rows;
   write_file_atomic(probe_angles_path(o.csv), probe_angles_csv_header() + angle_rows);
+  write_file_atomic(probe_phases_path(o.csv), probe_phases_csv_header() + phase_rows);
   write_file_atomic(o.csv, csv);
   write_sidecar(
       o.csv,
@@ -305,6 +423,7 @@ std::string probe_runs(const ProbeOptions& o) {
        {"max_windows", o.max_windows},
        {"eps", o.eps},
        {"angles_csv", probe_angles_path(o.csv)},
+       {"phases_csv", probe_phases_path(o.csv)},
        {"protocol",
         {{"stream", "validation"},
          {"windows", "the first min(max_windows, all) of eval's consecutive windows of L bytes, with eval's pass ids "
@@ -316,9 +435,18 @@ std::string probe_runs(const ProbeOptions& o) {
          {"entropy", "nats"},
          {"far_mass_last_bin", "mean far mass over queries in eval's last position bin [2^k, L)"},
          {"means", "over every scored query of every probed window"},
-         {"angles", "learned: psi_b = table[x][b] under the validation byte frequencies; random: U(-s f_b, s f_b); "
-                    "rope: beta = 1. mixing_window = ceil(log(1/eps)/log(1/beta)) (B.2), inf when beta = 1; "
-                    "layer_window_median = lower median over blocks, layer_window_max = max over blocks"}}}},
+         {"angles", "learned: psi_b = table[x][b] under the validation byte frequencies; projected: the "
+                    "empirical law of psi_b = theta_t - theta_{t-1} over every position of the validation stream "
+                    "in training-length windows; random: U(-s f_b, s f_b); rope: beta = 1. "
+                    "mixing_window = ceil(log(1/eps)/log(1/beta)) (B.2), inf when beta = 1; "
+                    "layer_window_median = lower median over blocks, layer_window_max = max over blocks; "
+                    "beta_init: the init's closed form (normal and projected e^{-sigma^2/2}, uniform sin(h)/h, "
+                    "rope 1)"},
+         {"phases", "over the same training-length windows, per layer and distance n (T/8, T/4, T/2): X_b = "
+                    "cos(theta_{i,b} - theta_{i-n,b}) for i >= n; variance_ratio = Var(sum_b X_b) / sum_b "
+                    "Var(X_b) (1 when the blocks are independent, Theorem 2's assumption); mean_abs_corr over "
+                    "pairs of blocks with Var(X_b) > 1e-12 (biased up by about sqrt(2/(pi pairs)) at zero "
+                    "correlation, more since pairs in one window overlap)"}}}},
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return csv;
 }

@@ -17,11 +17,27 @@
 // n_b = w_eps(beta_b) (B.2) past which block b's transport has decorrelated.
 //   learned  psi_b = table[x][b] (the model sums table rows as they are), x
 //            a byte of the validation stream with its frequency p(x)
+//   projected psi_b = W_psi xhat + b_psi depends on the context: its
+//            empirical law over every position of the validation stream cut
+//            into training-length windows
 //   random   psi_b ~ U(-s f_b, s f_b): beta_b = sin(s f_b)/(s f_b) (Example 1)
 //   rope     psi_b = f_b always: beta_b = 1, never mixes
+// Beside each, beta_b at initialisation from the init's closed form
+// (nn::initial_block_beta): e^{-sigma^2/2} for the normal table and the
+// projected start, sin(h)/h for the uniform of half-width h, 1 for "rope".
 // Schemes without angles (nope, alibi) have no rows.
+//
+// Phase side. Theorem 2 (B.3) assumes a far route's block phases
+// Theta_b = theta_{i,b} - theta_{i-n,b} independent across blocks b; for
+// learned angles the paper leaves that as an empirical matter (the note after
+// B.3). Over the same windows, per layer and distance n in {T/8, T/4, T/2}:
+// X_b = cos Theta_b (the terms of the matched score S = (1/B) sum_b X_b),
+// their variance ratio Var(sum_b X_b) / sum_b Var(X_b) (1 for independent
+// blocks, up to B for one shared phase) and the mean |corr(X_b, X_b')| over
+// pairs of blocks that vary.
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -86,11 +102,51 @@ struct BlockGap {
   double beta;       // |E e^{i psi_b}|
   double drift;      // arg E e^{i psi_b} (radians per byte)
   long long mixing_window;  // w_eps(beta_b); -1: never mixes
+  double beta_init;         // at initialisation (closed form)
+  long long mixing_window_init;
+  const char* source;  // where beta comes from: "table", "stream", "closed form"
 };
 
 // Every layer's blocks for a model with angles (empty without); byte_freq is
-// p(x), x < 256, used by learned tables.
-std::vector<BlockGap> angle_gaps(const Model<float>& model, const std::vector<double>& byte_freq, double eps);
+// p(x), x < 256, used by learned tables; stream_harmonic (layer l block b at
+// l nb + b) is the empirical E e^{i psi_b}, used by projected angles.
+std::vector<BlockGap> angle_gaps(const Model<float>& model, const std::vector<double>& byte_freq, double eps,
+                                 const std::vector<std::complex<double>>& stream_harmonic = {});
+
+// The accumulated angles' statistics over forward passes (an AngleObserver):
+// the empirical first harmonic of every layer's step angles, and the
+// cross-block moments of X_b = cos(theta_{i,b} - theta_{i-n,b}) at each
+// distance n. Sums run in a fixed order: the same bytes at any thread count.
+class PhaseStats {
+ public:
+  PhaseStats(int layers, int nb, std::vector<int64_t> distances);
+  void add(int layer, const double* theta, int B, int T);
+  // E e^{i psi_b} per layer and block (l nb + b).
+  std::vector<std::complex<double>> step_harmonics() const;
+  struct Row {
+    int layer;
+    int64_t distance, pairs;
+    int blocks;             // blocks whose X_b varies (variance above 1e-12)
+    double mean_cos;        // (1/B) sum_b E X_b
+    double variance_ratio;  // Var(sum_b X_b) / sum_b Var(X_b); 1 if independent
+    double mean_abs_corr;   // over pairs of varying blocks
+  };
+  std::vector<Row> rows() const;
+  const std::vector<int64_t>& distances() const { return distances_; }
+
+ private:
+  int layers_, nb_;
+  std::vector<int64_t> distances_;
+  std::vector<std::complex<double>> step_sum_;
+  std::vector<int64_t> steps_;
+  // Per (layer, distance): pairs, sum X (nb), sum X X^T (nb x nb).
+  std::vector<int64_t> pairs_;
+  std::vector<double> sx_, sxx_;
+};
+
+// The probe's distances for training length T: T/8, T/4, T/2 (each at least
+// 1, no repeats).
+std::vector<int64_t> phase_distances(int64_t T);
 
 // A layer's decorrelation distances from its blocks' windows (-1 = never):
 // the lower median (by then half the blocks, half the terms of the matched
@@ -105,13 +161,15 @@ struct ProbeOptions {
   int64_t window = 0;  // 0: a quarter of the training length
   int max_windows = 4;
   double eps = 0.05;
-  std::string csv;  // FILE.csv; angles go to FILE-angles.csv
+  std::string csv;  // FILE.csv; angles go to FILE-angles.csv, phases to FILE-phases.csv
   bool progress = false;
 };
 
 std::string probe_csv_header();
 std::string probe_angles_csv_header();
 std::string probe_angles_path(const std::string& csv);
+std::string probe_phases_csv_header();
+std::string probe_phases_path(const std::string& csv);
 
 // Probes every run at every length and writes both CSVs and the sidecar, all
 // or nothing. Bad options are a ConfigError (or RunDirError) before any work.
