@@ -80,3 +80,29 @@ def read_checked(path, columns, what, script):
         except (ValueError, TypeError):
             fail(script, f"{path} line {i}: a non-numeric cell in {', '.join(c for c in columns if c != 'scheme')}")
     return out
+
+
+def swept_columns(path, known):
+    """The columns of a routelab experiment CSV beyond `known`: the keys its
+    [experiment.sweep] varied, in the CSV's order."""
+    with open(path, newline="") as f:
+        header = next(csv.reader(f), [])
+    return [c for c in header if c not in known]
+
+
+def label_variants(path, checked, known):
+    """Adds 'variant' to each (line, row) of read_checked(path, ...): the
+    scheme, then key=value for each swept column whose values differ among
+    that scheme's rows (a run that does not read a key has an empty cell and
+    shows none). Without swept columns the variant is the scheme."""
+    keys = swept_columns(path, known)
+    raw = read_rows(path)
+    varying = {}
+    for r in raw:
+        for k in keys:
+            varying.setdefault((r["scheme"], k), set()).add(r[k])
+    for (_, row), r in zip(checked, raw):
+        parts = [f"{k}={r[k]}" for k in keys if r[k] != "" and len(varying[(r["scheme"], k)]) > 1]
+        row["variant"] = row["scheme"] + (" " + ", ".join(parts) if parts else "")
+        row["swept"] = {k: r[k] for k in keys}
+    return checked

@@ -11,11 +11,11 @@ import sys
 
 import numpy as np
 
-from common import plt, read_checked, save
+from common import label_variants, plt, read_checked, save
 
 COLUMNS = ["scheme", "seed", "train_len", "eval_len", "depth", "trials", "accuracy", "digit_accuracy",
            "key_bits_per_byte"]
-KEY = ("scheme", "seed", "eval_len", "depth")
+KEY = ("variant", "seed", "train_len", "eval_len", "depth")
 
 ORDER = ["nope", "alibi", "rope", "rope_qkv", "random_qk", "random_qkv", "learned_qk", "learned_qkv",
          "learned_qkv_alibi", "random_qkv_alibi", "learned_qkv_forget"]
@@ -48,7 +48,7 @@ def arguments():
 def load(path):
     """Rows of one passkey CSV, numbers parsed; one line and exit 2 otherwise."""
     out = []
-    for i, row in read_checked(path, COLUMNS, "passkey", "passkey.py"):
+    for i, row in label_variants(path, read_checked(path, COLUMNS, "passkey", "passkey.py"), COLUMNS):
         if not row["scheme"]:
             fail(f"{path} line {i}: an empty scheme")
         for c in ("train_len", "eval_len", "depth"):
@@ -59,6 +59,7 @@ def load(path):
         if row["train_len"] <= 0 or row["eval_len"] <= 0:
             fail(f"{path} line {i}: train_len and eval_len must be positive")
         row["where"] = f"{path} line {i}"
+        row["ratio"] = row["eval_len"] / row["train_len"]
         out.append(row)
     return out
 
@@ -69,7 +70,7 @@ def load_all(paths, metric):
         for row in load(p):
             key = tuple(row[c] for c in KEY)
             if key in seen:
-                fail(f"{row['where']}: a second row for scheme {row['scheme']}, seed {row['seed']:g}, eval_len "
+                fail(f"{row['where']}: a second row for {row['variant']}, seed {row['seed']:g}, eval_len "
                      f"{row['eval_len']:g}, depth {row['depth']:g} (first at {seen[key]}); averaging would weight "
                      f"that seed twice")
             seen[key] = row["where"]
@@ -80,8 +81,10 @@ def load_all(paths, metric):
 
 
 def schemes_in(rows):
-    present = {r["scheme"] for r in rows}
-    return [s for s in ORDER if s in present] + sorted(present - set(ORDER))
+    """The variants present (a swept experiment's schemes with their swept values), in ORDER of their schemes."""
+    present = {r["variant"] for r in rows}
+    rank = {s: k for k, s in enumerate(ORDER)}
+    return sorted(present, key=lambda v: (rank.get(v.split(" ")[0], len(ORDER)), v))
 
 
 def length_label(ratio):
@@ -95,7 +98,7 @@ def grid(rows, metric, lengths, depths):
     cells = {}
     for r in rows:
         if math.isfinite(r[metric]):
-            cells.setdefault((r["depth"], r["eval_len"]), []).append(r[metric])
+            cells.setdefault((r["depth"], r["ratio"]), []).append(r[metric])
     for i, d in enumerate(depths):
         for j, L in enumerate(lengths):
             v = cells.get((d, L))
@@ -126,14 +129,12 @@ def main():
     metric = args.metric
     what, cmap_name, higher_better = METRICS[metric]
     rows = load_all(args.csv, metric)
-    train = sorted({r["train_len"] for r in rows})
-    if len(train) != 1:
-        fail(f"the CSVs mix training lengths {', '.join(f'{t:g}' for t in train)}; plot one experiment at a time")
-    T = train[0]
+    # Lengths are multiples of each run's own training length.
+    trained_at = ", ".join(f"{t:g}" for t in sorted({r["train_len"] for r in rows}))
     schemes = schemes_in(rows)
-    lengths = sorted({r["eval_len"] for r in rows})
+    lengths = sorted({r["ratio"] for r in rows})
     depths = sorted({r["depth"] for r in rows})
-    tables = {s: grid([r for r in rows if r["scheme"] == s], metric, lengths, depths) for s in schemes}
+    tables = {s: grid([r for r in rows if r["variant"] == s], metric, lengths, depths) for s in schemes}
 
     values = np.concatenate([m[np.isfinite(m)] for m, _ in tables.values()])
     if metric == "key_bits_per_byte":
@@ -169,9 +170,9 @@ def main():
                     colour = "0.4"
                 ax.text(j, i, cell_text(v, metric), ha="center", va="center", fontsize=fs, color=colour)
         used = seeds_text(seeds.ravel().tolist())
-        ax.set_title(f"{s} ({used} seed{'' if used == '1' else 's'})", fontsize=9)
+        ax.set_title(f"{s} ({used} seed{'' if used == '1' else 's'})", fontsize=9 if len(s) < 40 else 6)
         ax.set_xticks(range(len(lengths)))
-        ax.set_xticklabels([length_label(L / T) for L in lengths], fontsize=7)
+        ax.set_xticklabels([length_label(x) for x in lengths], fontsize=7)
         ax.set_yticks(range(len(depths)))
         ax.set_yticklabels([f"{d:g}" for d in depths], fontsize=7)
         ax.tick_params(length=2, labelbottom=True, labelleft=k % ncol == 0)
@@ -199,13 +200,13 @@ def main():
         cb.set_ticklabels([f"{t:g}" for t in ticks] + [f"chance {line:.3g}"])
     cb.ax.tick_params(labelsize=7)
     gaps = any(np.isnan(m).any() for m, _ in tables.values())
-    fig.suptitle(f"Passkey retrieval, trained at {T:g} bytes: {what}, mean over seeds\n"
+    fig.suptitle(f"Passkey retrieval, trained at {trained_at} bytes: {what}, mean over seeds\n"
                  f"depth 0 = key at the start of the context, 1 = just before the question{'; grey = no data' if gaps else ''}\n"
                  f"chance per digit: accuracy 0.1, $\\log_2 10$ = {CHANCE_BITS:.2f} bits; {chance}", fontsize=9)
     save(fig, args.out)
 
-    head = ["scheme", "seeds"] + [length_label(L / T) for L in lengths]
-    print(f"{metric}, mean over seeds and over {len(depths)} depths (trained at {T:g} bytes; columns: evaluation "
+    head = ["scheme", "seeds"] + [length_label(x) for x in lengths]
+    print(f"{metric}, mean over seeds and over {len(depths)} depths (trained at {trained_at} bytes; columns: evaluation "
           f"length; {'lower' if not higher_better else 'higher'} is better)")
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join(["---"] * 2 + ["---:"] * len(lengths)) + "|")
