@@ -67,14 +67,14 @@ void rope_layer(Buffers& b) {
 }
 
 // The steps (PaTH's beta) are part of the layer's cost, the projections not.
-void householder_layer(Buffers& b, bool values, int tile_rows) {
+void householder_layer(Buffers& b, bool values, HouseholderPath path, int chunk = kHouseholderChunk) {
   householder_steps_forward(b.w.data(), b.beta.data(), b.z.data(), b.beta_logit.data(), b.s);
   split_heads_forward(b.q.data(), b.k.data(), b.v.data(), b.qkv.data(), (const float*)nullptr, false, b.s);
   householder_attention_forward(b.o.data(), b.q.data(), b.k.data(), b.v.data(), b.w.data(), b.beta.data(), values,
-                                b.s, tile_rows);
+                                b.s, path, chunk);
   householder_attention_backward(b.dq.data(), b.dk.data(), b.dv.data(), b.dw.data(), b.dbeta.data(), b.d_o.data(),
                                  b.q.data(), b.k.data(), b.v.data(), b.w.data(), b.beta.data(), values, b.s,
-                                 tile_rows);
+                                 path, chunk);
   householder_steps_backward(b.dz.data(), b.dbl.data(), b.dw.data(), b.dbeta.data(), b.z.data(), b.beta.data(), b.s);
   split_heads_backward(b.dqkv.data(), (double*)nullptr, b.dq.data(), b.dk.data(), b.dv.data(), b.q.data(),
                        b.k.data(), b.v.data(), (const float*)nullptr, false, b.s);
@@ -119,100 +119,20 @@ void time_methods(const Method* methods, std::size_t n, int T, int rounds, doubl
     std::printf("%-20s %6d %6d %12.0f %10.2f\n", methods[m].name, T, bufs[m].s.B, med[m], med[0] / med[m]);
 }
 
-// A blocked compact-WY/UT forward, a prototype for measurement only (no
-// backward, no value transport, so the model does not use it): keys in
-// chunks of c steps with P_m = H_a ... H_{a+c-1} = I - W T W^T (T as
-// groups/householder_wy.h's factor with tau = beta) and the chunk's keys
-// carried to its top once per head, k~_j = H_{a+c-1} ... H_{j+1} k_j, so a
-// tile of c query rows meets each lower chunk with three matrix products:
-// S = k~^T X, X <- X - W (T (W^T X)). The diagonal chunk goes row by row.
-using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;  // column-major: a (T, hd) buffer is (hd, T)
-
-void blocked_forward_qk(float* o, const float* q, const float* k, const float* v, const float* w,
-                        const float* beta, AttentionShape s) {
-  const int c = 16, d = s.hd;
-  const int64_t T = s.T, chunks = (T + c - 1) / c;
-  const float scale = 1.f / std::sqrt(float(d));
-  for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
-    const int64_t at = bh * T * d;
-    Eigen::Map<const MatF> Q(q + at, d, T), K(k + at, d, T), V(v + at, d, T), Wall(w + at, d, T);
-    const float* be = beta + bh * T;
-    std::vector<MatF> W(chunks), F(chunks), Kt(chunks);
-    for (int64_t m = 0; m < chunks; ++m) {
-      const int64_t a = m * c;
-      const int cm = int(std::min<int64_t>(c, T - a));
-      W[m] = Wall.middleCols(a, cm);
-      const MatF G = W[m].transpose() * W[m];
-      F[m].setZero(cm, cm);
-      for (int i = 0; i < cm; ++i) {
-        F[m](i, i) = be[a + i];
-        if (i == 0) continue;
-        const Eigen::VectorXf z = F[m].topLeftCorner(i, i).triangularView<Eigen::Upper>() * G.col(i).head(i);
-        F[m].col(i).head(i) = -be[a + i] * z;
-      }
-      Kt[m] = K.middleCols(a, cm);
-      for (int jj = 0; jj < cm; ++jj)
-        for (int t = jj + 1; t < cm; ++t)
-          Kt[m].col(jj) -= be[a + t] * W[m].col(t) * W[m].col(t).dot(Kt[m].col(jj));
-    }
-    MatF X, S, Tmp, O;
-    for (int64_t n = 0; n < chunks; ++n) {
-      const int64_t i0 = n * c;
-      const int rows = int(std::min<int64_t>(c, T - i0));
-      X.setZero(d, rows);
-      S.setZero(i0 + rows, rows);
-      for (int l = 0; l < rows; ++l) {
-        Eigen::VectorXf u = Q.col(i0 + l);
-        for (int64_t j = i0 + l; j >= i0; --j) {
-          S(j, l) = scale * K.col(j).dot(u);
-          u -= be[j] * Wall.col(j) * Wall.col(j).dot(u);
-        }
-        X.col(l) = u;
-      }
-      for (int64_t m = n - 1; m >= 0; --m) {
-        S.middleRows(m * c, c).noalias() = scale * (Kt[m].transpose() * X);
-        Tmp.noalias() = W[m].transpose() * X;
-        X.noalias() -= W[m] * (F[m] * Tmp);
-      }
-      for (int l = 0; l < rows; ++l) {
-        auto p = S.col(l).head(i0 + l + 1);
-        p = (p.array() - p.maxCoeff()).exp();
-        p /= p.sum();
-      }
-      O.noalias() = V.leftCols(i0 + rows) * S;
-      Eigen::Map<MatF>(o + at + i0 * d, d, rows) = O;
-    }
-  }
-}
-
-// Forward only, no value transport: the tiled fast path against the blocked
-// prototype, after checking that they agree.
-void blocked_comparison(const std::vector<int>& lengths, int rounds, double seconds) {
-  std::printf("\nforward only, householder_qk: tiles of 16 rows (the model's) against blocked compact-WY, c = 16\n");
-  std::printf("%-20s %6s %6s %12s %10s\n", "method", "T", "B", "tokens/s", "tiled/this");
+// The blocked path at each chunk size, householder_qkv forward + backward:
+// what kHouseholderChunk was tuned with.
+void chunk_sweep(const std::vector<int>& lengths, const std::vector<int>& chunks, int rounds, double seconds) {
+  std::printf("\nhouseholder_qkv forward+backward, blocked, by chunk size (ratio: the first chunk's rate over each)\n");
+  std::printf("%-20s %6s %6s %12s %10s\n", "chunk", "T", "B", "tokens/s", "first/this");
   for (int T : lengths) {
-    auto prepare = [](Buffers& x) {
-      householder_steps_forward(x.w.data(), x.beta.data(), x.z.data(), x.beta_logit.data(), x.s);
-      split_heads_forward(x.q.data(), x.k.data(), x.v.data(), x.qkv.data(), (const float*)nullptr, false, x.s);
-    };
-    Buffers b({1, T, 4, 32});
-    prepare(b);
-    std::vector<float> o2(b.o.size());
-    householder_attention_forward(b.o.data(), b.q.data(), b.k.data(), b.v.data(), b.w.data(), b.beta.data(), false,
-                                  b.s);
-    blocked_forward_qk(o2.data(), b.q.data(), b.k.data(), b.v.data(), b.w.data(), b.beta.data(), b.s);
-    double diff = 0, ref = 0;
-    for (std::size_t i = 0; i < o2.size(); ++i) diff += std::pow(o2[i] - b.o[i], 2), ref += std::pow(b.o[i], 2);
-    std::printf("(T = %d: blocked differs from tiled by %.1e relative)\n", T, std::sqrt(diff / ref));
-    const Method methods[] = {
-        {"tiled", [](Buffers& x) {
-           householder_attention_forward(x.o.data(), x.q.data(), x.k.data(), x.v.data(), x.w.data(), x.beta.data(),
-                                         false, x.s);
-         }},
-        {"blocked", [](Buffers& x) {
-           blocked_forward_qk(x.o.data(), x.q.data(), x.k.data(), x.v.data(), x.w.data(), x.beta.data(), x.s);
-         }}};
-    time_methods(methods, 2, T, rounds, seconds, prepare);
+    std::vector<Method> methods;
+    std::vector<std::string> names;
+    for (int c : chunks) names.push_back("blocked c=" + std::to_string(c));
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      const int c = chunks[i];
+      methods.push_back({names[i].c_str(), [c](Buffers& b) { householder_layer(b, true, HouseholderPath::blocked, c); }});
+    }
+    time_methods(methods.data(), methods.size(), T, rounds, seconds, [](Buffers&) {});
   }
 }
 
@@ -220,7 +140,7 @@ int main(int argc, char** argv) {
   std::vector<int> lengths = {128, 512};
   int rounds = 5;
   double seconds = 1.0;
-  bool blocked = false;
+  std::vector<int> chunks;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 < argc && a == "--lengths") {
@@ -234,25 +154,30 @@ int main(int argc, char** argv) {
       rounds = std::stoi(argv[++i]);
     } else if (i + 1 < argc && a == "--seconds") {
       seconds = std::stod(argv[++i]);
-    } else if (a == "--blocked") {
-      blocked = true;
+    } else if (i + 1 < argc && a == "--chunks") {
+      for (std::string rest = argv[++i]; !rest.empty();) {
+        const std::size_t comma = rest.find(',');
+        chunks.push_back(std::stoi(rest.substr(0, comma)));
+        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+      }
     } else {
-      std::fprintf(stderr, "bench_attention: unknown flag %s; accepts --lengths a,b --rounds R --seconds s --blocked\n",
+      std::fprintf(stderr, "bench_attention: unknown flag %s; accepts --lengths a,b --rounds R --seconds s --chunks a,b\n",
                    a.c_str());
       return 2;
     }
   }
   omp_set_num_threads(1);
   Eigen::setNbThreads(1);
-  // "rows": tile_rows = 1, the plain row-by-row order.
-  const Method methods[] = {{"rope", rope_layer},
-                            {"householder_qk", [](Buffers& b) { householder_layer(b, false, kHouseholderTileRows); }},
-                            {"householder_qkv", [](Buffers& b) { householder_layer(b, true, kHouseholderTileRows); }},
-                            {"householder_qk_rows", [](Buffers& b) { householder_layer(b, false, 1); }},
-                            {"householder_qkv_rows", [](Buffers& b) { householder_layer(b, true, 1); }}};
+  // "tiles": the reference path, 16 query rows side by side, rank-1 steps.
+  const Method methods[] = {
+      {"rope", rope_layer},
+      {"householder_qk", [](Buffers& b) { householder_layer(b, false, HouseholderPath::blocked); }},
+      {"householder_qkv", [](Buffers& b) { householder_layer(b, true, HouseholderPath::blocked); }},
+      {"householder_qk_tiles", [](Buffers& b) { householder_layer(b, false, HouseholderPath::tiles); }},
+      {"householder_qkv_tiles", [](Buffers& b) { householder_layer(b, true, HouseholderPath::tiles); }}};
   std::printf("attention forward+backward, H = 4, hd = 32, float, 1 thread, %d rounds (median)\n", rounds);
   std::printf("%-20s %6s %6s %12s %10s\n", "method", "T", "B", "tokens/s", "rope/this");
   for (int T : lengths) time_methods(methods, std::size(methods), T, rounds, seconds, [](Buffers&) {});
-  if (blocked) blocked_comparison(lengths, rounds, seconds);
+  if (!chunks.empty()) chunk_sweep(lengths, chunks, rounds, seconds);
   return 0;
 }

@@ -1,12 +1,15 @@
-// Householder transport in attention (nn/householder.h): the row-by-row fast
-// path against the plain reference of explicit hd x hd products, output and
-// every gradient (the reference differentiated by finite differences), on
-// odd lengths in double; reflections preserve norms; the convention's
-// off-by-one is caught.
+// Householder transport in attention (nn/householder.h): every path (blocked
+// at several chunk sizes, tiles of rows, row by row) against the plain
+// reference of explicit hd x hd products, output and every gradient (the
+// reference differentiated by finite differences), on odd lengths in double:
+// T not a multiple of the chunk, T below it, chunks of one step; reflections
+// preserve norms; the convention's off-by-one is caught.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "nn/householder.h"
@@ -41,10 +44,25 @@ Inputs inputs(AttentionShape s, bool reflections, uint64_t seed) {
   return in;
 }
 
-std::vector<double> fast_output(const Inputs& in, bool values, int tile_rows = kHouseholderTileRows) {
+// A path and, for blocked, its chunk size.
+struct Path {
+  HouseholderPath path;
+  int chunk;
+  std::string name() const {
+    return path == HouseholderPath::rows ? "rows" : path == HouseholderPath::tiles ? "tiles"
+                                                                                   : "blocked c=" + std::to_string(chunk);
+  }
+};
+// Chunks of 1, 4 (T = 7, 13, 21 end mid-chunk), 8 and the model's (longer
+// than every T here).
+const Path kPaths[] = {{HouseholderPath::rows, 0},    {HouseholderPath::tiles, 0},   {HouseholderPath::blocked, 1},
+                       {HouseholderPath::blocked, 4}, {HouseholderPath::blocked, 8},
+                       {HouseholderPath::blocked, kHouseholderChunk}};
+
+std::vector<double> fast_output(const Inputs& in, bool values, Path p = {HouseholderPath::blocked, kHouseholderChunk}) {
   std::vector<double> o(in.q.size());
   householder_attention_forward(o.data(), in.q.data(), in.k.data(), in.v.data(), in.w.data(), in.beta.data(),
-                                values, in.s, tile_rows);
+                                values, in.s, p.path, p.chunk ? p.chunk : kHouseholderChunk);
   return o;
 }
 
@@ -64,16 +82,14 @@ double rel_error(const std::vector<double>& a, const std::vector<double>& b) {
 
 // Odd lengths; 21 spans two tiles of rows, the last one ragged.
 const AttentionShape kShapes[] = {{2, 7, 2, 5}, {1, 13, 1, 4}, {1, 21, 1, 3}};
-const int kTileRows[] = {1, kHouseholderTileRows};
-
-TEST(nn_householder, fast_path_equals_explicit_products) {
+TEST(nn_householder, every_path_equals_explicit_products) {
   for (const AttentionShape& s : kShapes)
     for (bool reflections : {false, true})
       for (bool values : {false, true})
-        for (int tile_rows : kTileRows) {
+        for (const Path& p : kPaths) {
           const Inputs in = inputs(s, reflections, 1);
-          EXPECT_LE(rel_error(fast_output(in, values, tile_rows), reference_output(in, values)), 1e-13)
-              << "T " << s.T << " reflections " << reflections << " values " << values << " tile " << tile_rows;
+          EXPECT_LE(rel_error(fast_output(in, values, p), reference_output(in, values)), 1e-13)
+              << "T " << s.T << " reflections " << reflections << " values " << values << " " << p.name();
         }
 }
 
@@ -87,13 +103,15 @@ TEST(nn_householder, every_gradient_matches_the_reference) {
         Stream rs(3, 0);
         std::vector<double> G(in.q.size());
         for (auto& g : G) g = rs.normal();
-        std::vector<double> dq[2], dk[2], dv[2], dw[2], dbeta[2];  // by tile size
-        for (int t = 0; t < 2; ++t) {
+        constexpr int P = std::size(kPaths);
+        std::vector<double> dq[P], dk[P], dv[P], dw[P], dbeta[P];  // by path
+        for (int t = 0; t < P; ++t) {
           for (auto* x : {dq, dk, dv, dw}) x[t].assign(in.q.size(), 0.0);
           dbeta[t].assign(in.beta.size(), 0.0);
           householder_attention_backward(dq[t].data(), dk[t].data(), dv[t].data(), dw[t].data(), dbeta[t].data(),
                                          G.data(), in.q.data(), in.k.data(), in.v.data(), in.w.data(),
-                                         in.beta.data(), values, s, kTileRows[t]);
+                                         in.beta.data(), values, s, kPaths[t].path,
+                                         kPaths[t].chunk ? kPaths[t].chunk : kHouseholderChunk);
         }
         auto loss = [&] {
           const auto o = reference_output(in, values);
@@ -117,20 +135,71 @@ TEST(nn_householder, every_gradient_matches_the_reference) {
             fd[j] = (-at(2 * h) + 8 * at(h) - 8 * at(-h) + at(-2 * h)) / (12 * h);
             (*x)[j] = x0;
           }
-          for (int t = 0; t < 2; ++t)
+          for (int t = 0; t < P; ++t)
             EXPECT_LE(rel_error(analytic[t], fd), 1e-8) << name << " T " << s.T << " reflections " << reflections
-                                                        << " values " << values << " tile " << kTileRows[t];
+                                                        << " values " << values << " " << kPaths[t].name();
         }
+      }
+}
+
+// In float, as the model runs: the blocked path (the model's) against the
+// tiled reference, output and every gradient, at T below one chunk, T a
+// multiple of it plus a ragged end, and several chunks; RMS relative error
+// within 1e-5 (measured at most 1e-6, in dbeta); the
+// same bytes at 1 and 2 threads. Planted: the reference with value transport
+// switched off must fail the same check.
+TEST(nn_householder, blocked_float_matches_the_tiled_reference_at_any_thread_count) {
+  auto to_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+  auto rel = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double d2 = 0, r2 = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) d2 += std::pow(double(a[i]) - b[i], 2), r2 += double(b[i]) * b[i];
+    return std::sqrt(d2 / std::max(r2, 1e-300));
+  };
+  for (int T : {20, 2 * kHouseholderChunk + 5, 100})
+    for (bool reflections : {false, true})
+      for (bool values : {false, true}) {
+        const AttentionShape s{2, T, 2, 32};
+        const Inputs in = inputs(s, reflections, 7);
+        const auto q = to_float(in.q), k = to_float(in.k), v = to_float(in.v), w = to_float(in.w),
+                   beta = to_float(in.beta);
+        Stream rs(8, 0);
+        std::vector<float> G(q.size());
+        for (auto& g : G) g = float(rs.normal());
+        auto run = [&](HouseholderPath path, bool with_values, int threads) {
+          omp_set_num_threads(threads);
+          std::vector<std::vector<float>> out(6);
+          for (int x = 0; x < 5; ++x) out[x].assign(q.size(), 0.f);
+          out[5].assign(beta.size(), 0.f);
+          householder_attention_forward(out[0].data(), q.data(), k.data(), v.data(), w.data(), beta.data(),
+                                        with_values, s, path);
+          householder_attention_backward(out[1].data(), out[2].data(), out[3].data(), out[4].data(), out[5].data(),
+                                         G.data(), q.data(), k.data(), v.data(), w.data(), beta.data(), with_values,
+                                         s, path);
+          return out;
+        };
+        const int threads = omp_get_max_threads();
+        const auto blocked = run(HouseholderPath::blocked, values, 1);
+        const auto tiles = run(HouseholderPath::tiles, values, 1);
+        const auto two = run(HouseholderPath::blocked, values, 2);
+        const auto wrong = run(HouseholderPath::tiles, !values, 1);
+        omp_set_num_threads(threads);
+        const char* names[] = {"o", "dq", "dk", "dv", "dw", "dbeta"};
+        for (int x = 0; x < 6; ++x) {
+          EXPECT_LE(rel(blocked[x], tiles[x]), 1e-5) << names[x] << " T " << T << " values " << values;
+          EXPECT_TRUE(blocked[x] == two[x]) << names[x] << " differs between 1 and 2 threads";
+        }
+        EXPECT_GT(rel(blocked[0], wrong[0]), 1e-3) << "planted: value transport switched";
       }
 }
 
 // The check must be able to fail: the key's own step included in the route
 // (H_j ... H_i) is a different model, far outside the tolerance.
 TEST(nn_householder, planted_convention_error_is_caught) {
-  for (bool values : {false, true}) {
-    const Inputs in = inputs(kShapes[0], false, 1);
-    EXPECT_GT(rel_error(fast_output(in, values), reference_output(in, values, true)), 1e-3);
-  }
+  for (bool values : {false, true})
+    for (const Path& p : kPaths) {
+      const Inputs in = inputs(kShapes[0], false, 1);
+      EXPECT_GT(rel_error(fast_output(in, values, p), reference_output(in, values, true)), 1e-3) << p.name();
+    }
 }
 
 // Reflections are orthogonal: the carried query keeps its norm at every key

@@ -274,21 +274,30 @@ void householder_steps_backward(R* dz, R* dbeta_logit, const R* dw, const R* dbe
 
 template <class R>
 void householder_attention_forward(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
-                                   bool values, AttentionShape s, int tile_rows) {
-  if (tile_rows == 1)
-    attention_forward_tiled<R, 1>(o, q, k, v, w, beta, values, s);
-  else
-    attention_forward_tiled<R, kHouseholderTileRows>(o, q, k, v, w, beta, values, s);
+                                   bool values, AttentionShape s, HouseholderPath path, int chunk) {
+  switch (path) {
+    case HouseholderPath::blocked:
+      return householder_attention_forward_blocked(o, q, k, v, w, beta, values, s, chunk);
+    case HouseholderPath::tiles:
+      return attention_forward_tiled<R, kHouseholderTileRows>(o, q, k, v, w, beta, values, s);
+    case HouseholderPath::rows:
+      return attention_forward_tiled<R, 1>(o, q, k, v, w, beta, values, s);
+  }
 }
 
 template <class R>
 void householder_attention_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q, const R* k,
                                     const R* v, const R* w, const R* beta, bool values, AttentionShape s,
-                                    int tile_rows) {
-  if (tile_rows == 1)
-    attention_backward_tiled<R, 1>(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s);
-  else
-    attention_backward_tiled<R, kHouseholderTileRows>(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s);
+                                    HouseholderPath path, int chunk) {
+  switch (path) {
+    case HouseholderPath::blocked:
+      return householder_attention_backward_blocked(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s, chunk);
+    case HouseholderPath::tiles:
+      return attention_backward_tiled<R, kHouseholderTileRows>(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values,
+                                                               s);
+    case HouseholderPath::rows:
+      return attention_backward_tiled<R, 1>(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s);
+  }
 }
 
 template <class R>
@@ -329,9 +338,9 @@ void householder_attention_reference(double* o, const double* q, const double* k
   template void householder_steps_forward<R>(R*, R*, const R*, const R*, AttentionShape);                          \
   template void householder_steps_backward<R>(R*, R*, const R*, const R*, const R*, const R*, AttentionShape);     \
   template void householder_attention_forward<R>(R*, const R*, const R*, const R*, const R*, const R*, bool,       \
-                                                 AttentionShape, int);                                             \
+                                                 AttentionShape, HouseholderPath, int);                            \
   template void householder_attention_backward<R>(R*, R*, R*, R*, R*, const R*, const R*, const R*, const R*,      \
-                                                  const R*, const R*, bool, AttentionShape, int);                  \
+                                                  const R*, const R*, bool, AttentionShape, HouseholderPath, int); \
   template void householder_row_logits<R>(R*, const R*, const R*, const R*, const R*, int64_t, int64_t,            \
                                           AttentionShape);
 ROUTELAB_HOUSEHOLDER(float)

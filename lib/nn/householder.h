@@ -10,15 +10,22 @@
 // the case the paper's theorems cover.
 //
 // Layouts as in attention.h: q, k, v, o, w (B, H, T, hd); beta (B, H, T).
-// The fast path costs O(T^2 hd) per head: for query i it carries u = q_i
-// down the keys (score k_j, then u <- H_j u) and the values up
-// (acc <- H_j acc + p_ij v_j). It runs kHouseholderTileRows query rows side
-// by side, so each step is hd FMAs across rows rather than a dot product's
-// reduction per row; tile_rows = 1 is the plain row-by-row order (same
-// result up to rounding; bench/attention.cpp times both). Forward keeps
-// only a tile's scores (T x 16 per thread), so evaluation memory stays linear
-// in T; backward recomputes a tile, keeping its u's and acc's and the head's
-// dk, dv, dw lane by lane (five T x hd x 16 buffers per thread).
+// Three algorithms compute the same function (up to rounding), each O(T^2 hd)
+// per head with memory linear in T:
+//   blocked  PaTH's chunked algorithm (householder_blocked.cpp): the steps in
+//            chunks of kHouseholderChunk, each chunk's product in UT form, so
+//            a query chunk meets a key chunk in a few matrix products; the
+//            model's path.
+//   tiles    the reference: for query i it carries u = q_i down the keys
+//            (score k_j, then u <- H_j u) and the values up (acc <- H_j acc +
+//            p_ij v_j), one rank-1 step at a time, kHouseholderTileRows query
+//            rows side by side (hd FMAs across rows per step rather than a
+//            dot product's reduction per row). Forward keeps a tile's scores
+//            (T x 16 per thread); backward recomputes a tile, keeping its u's
+//            and acc's and the head's dk, dv, dw lane by lane.
+//   rows     the same one row at a time (tile of 1).
+// Each head is one thread's work in a fixed order: the same bytes at any
+// thread count.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +35,10 @@
 namespace routelab::nn {
 
 constexpr int kHouseholderTileRows = 16;  // one 512-bit register of floats per coordinate
+// Steps per chunk of the blocked path: tuned with bench_attention (bench/README.md).
+constexpr int kHouseholderChunk = 32;
+
+enum class HouseholderPath { blocked, tiles, rows };
 
 // The steps from the projections: z (B, T, C) -> w (B, H, T, hd), each head's
 // slice normalised; beta_logit (B, T, H) -> beta (B, H, T) = 2 sigmoid(.),
@@ -40,15 +51,25 @@ void householder_steps_backward(R* dz, R* dbeta_logit, const R* dw, const R* dbe
                                 AttentionShape s);
 
 // o = softmax(s, causal) times the values, transported when `values`.
-// tile_rows: kHouseholderTileRows, or 1 for the row-by-row order.
+// `chunk` (blocked only): steps per chunk, at least 1.
 template <class R>
 void householder_attention_forward(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
-                                   bool values, AttentionShape s, int tile_rows = kHouseholderTileRows);
+                                   bool values, AttentionShape s, HouseholderPath path = HouseholderPath::blocked,
+                                   int chunk = kHouseholderChunk);
 // Adds d loss / d q, k, v, w, beta.
 template <class R>
 void householder_attention_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q, const R* k,
                                     const R* v, const R* w, const R* beta, bool values, AttentionShape s,
-                                    int tile_rows = kHouseholderTileRows);
+                                    HouseholderPath path = HouseholderPath::blocked, int chunk = kHouseholderChunk);
+
+// The blocked path itself (householder_blocked.cpp).
+template <class R>
+void householder_attention_forward_blocked(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
+                                           bool values, AttentionShape s, int chunk);
+template <class R>
+void householder_attention_backward_blocked(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q,
+                                            const R* k, const R* v, const R* w, const R* beta, bool values,
+                                            AttentionShape s, int chunk);
 
 // One query row's raw logits s_i0 .. s_ii (i + 1 values) for head bh = b H + h,
 // before any softmax: what an attention probe reads.

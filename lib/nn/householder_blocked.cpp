@@ -1,0 +1,457 @@
+// Householder transport in attention, blocked (PaTH's algorithm, Yang et al.
+// 2025, with value transport and its backward): the contract is
+// nn/householder.h's. Per head the steps are cut into chunks of c; chunk n's
+// product H_a ... H_{a+c-1} = I - W^T T W (W: c x hd, rows w_t; T upper
+// triangular, the UT transform T = (I + diag(beta) striu(W W^T))^{-1}
+// diag(beta), Joffrain et al. 2006), and so is every product of a run of
+// consecutive steps inside it: the run's T is the matching diagonal block of
+// the chunk's. So a route j -> i with j in chunk n < m = chunk(i) factors as
+//   R_ji = [H_{j+1} .. H_end(n)] [P_{n+1} .. P_{m-1}] [H_start(m) .. H_i],
+// and every piece acting on a whole chunk's rows is a few matrix products:
+//   key side    k~_j = (H_{j+1} .. H_end)^T k_j:   K~ = K - striu(K W^T) T W
+//   query side  u_i = (H_start .. H_i) q_i:        U = Q - triu(W Q^T)^T T^T W
+//   its adjoint (H_start .. H_i)^T y_i:            Y - triu(T^T W Y^T)^T W
+//   in chunk    s_ij = q_i.k_j - (striu(K W^T) T triu(W Q^T))_ji, j <= i
+// with P_n = I - W^T T W as a dense hd x hd matrix (hd <= 2c, so one product
+// with it costs less than the two with W). Scores go down the key chunks
+// (U <- U P_n^T), transported values up (acc <- acc P_n + p V~_n), so a query
+// chunk keeps its scores (c x T) between the two passes: memory linear in T.
+// Backward replays one query chunk's forward, keeping its U and acc at every
+// chunk, and runs each product's adjoint; the key chunks' gradients (dK~,
+// dV~, dP, dT) collect over query chunks and go back to k, v, w and beta once
+// per head. A head is one thread's work, in a fixed order: the same bytes at
+// any thread count.
+#include "nn/householder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <Eigen/Core>
+#include <Eigen/LU>
+
+namespace routelab::nn {
+
+namespace {
+
+template <class R>
+using Mat = Eigen::Matrix<R, Eigen::Dynamic, Eigen::Dynamic>;
+template <class R>
+using Vec = Eigen::Matrix<R, Eigen::Dynamic, 1>;
+template <class R>
+using RowsMap = Eigen::Map<const Eigen::Matrix<R, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+template <class R>
+using RowsOut = Eigen::Map<Eigen::Matrix<R, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+
+// Masks in place: keep the strict upper triangle, the upper triangle with the
+// diagonal, or the lower one with the diagonal.
+template <class M>
+void strict_upper(M& x) {
+  x.template triangularView<Eigen::Lower>().setZero();
+}
+template <class M>
+void upper(M& x) {
+  x.template triangularView<Eigen::StrictlyLower>().setZero();
+}
+template <class M>
+void lower(M& x) {
+  x.template triangularView<Eigen::StrictlyUpper>().setZero();
+}
+
+// One chunk of steps of one head: rows a .. a + c - 1.
+template <class R>
+struct Chunk {
+  int64_t a = 0;
+  int c = 0;
+  Mat<R> W;      // c x hd
+  Vec<R> beta;   // c
+  Mat<R> N, T;   // N = I + diag(beta) striu(W W^T), T = N^{-1} diag(beta)
+  Mat<R> P;      // hd x hd: H_a ... H_{a+c-1}
+  Mat<R> Kt, Vt; // the chunk's keys and values carried to its last step
+
+  // K, V: the chunk's own rows (V null without value transport).
+  void build(const R* w, const R* beta_all, const Mat<R>& K, const Mat<R>* V, int64_t a_, int c_, int d) {
+    a = a_, c = c_;
+    W = RowsMap<R>(w + a * d, c, d);
+    beta = Eigen::Map<const Vec<R>>(beta_all + a, c);
+    Mat<R> G = W * W.transpose();
+    strict_upper(G);
+    N = beta.asDiagonal() * G;
+    N.diagonal().setOnes();
+    T = N.template triangularView<Eigen::UnitUpper>().solve(Mat<R>(beta.asDiagonal()));
+    P = -W.transpose() * T * W;
+    P.diagonal().array() += R(1);
+    Kt = carry_to_end(K);
+    if (V) Vt = carry_to_end(*V);
+  }
+  // Rows x_j -> (H_{j+1} .. H_end)^T x_j = H_end .. H_{j+1} x_j.
+  Mat<R> carry_to_end(const Mat<R>& X) const {
+    Mat<R> E = X * W.transpose();
+    strict_upper(E);
+    return X - E * (T * W);
+  }
+  // Rows x_i -> (H_a .. H_i) x_i (a query carried to the chunk's start).
+  Mat<R> carry_to_start(const Mat<R>& X) const {
+    Mat<R> E = W * X.transpose();
+    upper(E);
+    return X - E.transpose() * (T.transpose() * W);
+  }
+  // Rows y_i -> (H_a .. H_i)^T y_i (a value carried from the chunk's start).
+  Mat<R> carry_from_start(const Mat<R>& Y) const {
+    Mat<R> G = T.transpose() * (W * Y.transpose());
+    upper(G);
+    return Y - G.transpose() * W;
+  }
+};
+
+// Gradients into one chunk's W, T (before T's own adjoint).
+template <class R>
+struct ChunkGrad {
+  Mat<R> dW, dT, dP, dKt, dVt;
+  void zero(int c, int d, bool values) {
+    dW.setZero(c, d), dT.setZero(c, c), dP.setZero(d, d), dKt.setZero(c, d);
+    if (values) dVt.setZero(c, d);
+  }
+};
+
+// Adjoint of carry_to_end: dX += d(X~) through X~ = X - striu(X W^T) T W.
+template <class R>
+void carry_to_end_backward(Mat<R>& dX, ChunkGrad<R>& g, const Chunk<R>& ch, const Mat<R>& X, const Mat<R>& dXt) {
+  Mat<R> E = X * ch.W.transpose();
+  strict_upper(E);
+  Mat<R> dE = -dXt * (ch.T * ch.W).transpose();
+  strict_upper(dE);
+  const Mat<R> dTW = -E.transpose() * dXt;
+  g.dT.noalias() += dTW * ch.W.transpose();
+  g.dW.noalias() += ch.T.transpose() * dTW;
+  dX += dXt;
+  dX.noalias() += dE * ch.W;
+  g.dW.noalias() += dE.transpose() * X;
+}
+
+// Adjoint of carry_to_start: dX += through U = X - triu(W X^T)^T T^T W.
+template <class R>
+void carry_to_start_backward(Mat<R>& dX, ChunkGrad<R>& g, const Chunk<R>& ch, const Mat<R>& X, const Mat<R>& dU) {
+  Mat<R> E = ch.W * X.transpose();
+  upper(E);
+  const Mat<R> F = ch.T.transpose() * ch.W;
+  Mat<R> dE = -F * dU.transpose();
+  upper(dE);
+  const Mat<R> dF = -E * dU;
+  g.dT.noalias() += ch.W * dF.transpose();
+  g.dW.noalias() += ch.T * dF;
+  g.dW.noalias() += dE * X;
+  dX += dU;
+  dX.noalias() += dE.transpose() * ch.W;
+}
+
+// Adjoint of carry_from_start: dY += through O = Y - triu(T^T W Y^T)^T W.
+template <class R>
+void carry_from_start_backward(Mat<R>& dY, ChunkGrad<R>& g, const Chunk<R>& ch, const Mat<R>& Y, const Mat<R>& dO) {
+  const Mat<R> H = ch.W * Y.transpose();
+  Mat<R> G = ch.T.transpose() * H;
+  upper(G);
+  Mat<R> dG = -ch.W * dO.transpose();
+  upper(dG);
+  g.dW.noalias() -= G * dO;
+  const Mat<R> dH = ch.T * dG;
+  g.dT.noalias() += H * dG.transpose();
+  g.dW.noalias() += dH * Y;
+  dY += dO;
+  dY.noalias() += dH.transpose() * ch.W;
+}
+
+// In-chunk raw scores (i, j), j <= i: q_i.k_j - (M1 T M2)_ji with
+// M1 = striu(K W^T), M2 = triu(W Q^T); entries j > i are left at 0.
+template <class R>
+Mat<R> chunk_scores(const Chunk<R>& ch, const Mat<R>& Q, const Mat<R>& K) {
+  Mat<R> M1 = K * ch.W.transpose(), M2 = ch.W * Q.transpose();
+  strict_upper(M1);
+  upper(M2);
+  Mat<R> S = Q * K.transpose() - (M1 * ch.T * M2).transpose();
+  lower(S);
+  return S;
+}
+
+template <class R>
+void chunk_scores_backward(Mat<R>& dQ, Mat<R>& dK, ChunkGrad<R>& g, const Chunk<R>& ch, const Mat<R>& Q,
+                           const Mat<R>& K, const Mat<R>& dS) {
+  Mat<R> M1 = K * ch.W.transpose(), M2 = ch.W * Q.transpose();
+  strict_upper(M1);
+  upper(M2);
+  const Mat<R> D = dS.transpose();  // (j, i)
+  dK.noalias() += D * Q;
+  dQ.noalias() += D.transpose() * K;
+  Mat<R> dM1 = -D * M2.transpose() * ch.T.transpose();
+  strict_upper(dM1);
+  g.dT.noalias() -= M1.transpose() * D * M2.transpose();
+  Mat<R> dM2 = -ch.T.transpose() * M1.transpose() * D;
+  upper(dM2);
+  dK.noalias() += dM1 * ch.W;
+  g.dW.noalias() += dM1.transpose() * K;
+  g.dW.noalias() += dM2 * Q;
+  dQ.noalias() += dM2.transpose() * ch.W;
+}
+
+// In-chunk transported values: o_i = sum_{j <= i} p_ij (H_{j+1} .. H_i)^T v_j
+//   = P V - ((P striu(V W^T) T) masked to s <= i) W.
+template <class R>
+Mat<R> chunk_values(const Chunk<R>& ch, const Mat<R>& P, const Mat<R>& V) {
+  Mat<R> M1 = V * ch.W.transpose();
+  strict_upper(M1);
+  Mat<R> Y = P * M1 * ch.T;
+  lower(Y);
+  return P * V - Y * ch.W;
+}
+
+template <class R>
+void chunk_values_backward(Mat<R>& dP, Mat<R>& dV, ChunkGrad<R>& g, const Chunk<R>& ch, const Mat<R>& P,
+                           const Mat<R>& V, const Mat<R>& dO) {
+  Mat<R> M1 = V * ch.W.transpose();
+  strict_upper(M1);
+  const Mat<R> PM1 = P * M1;
+  Mat<R> Y = PM1 * ch.T;
+  lower(Y);
+  dP.noalias() += dO * V.transpose();
+  dV.noalias() += P.transpose() * dO;
+  Mat<R> dY = -dO * ch.W.transpose();
+  lower(dY);
+  g.dW.noalias() -= Y.transpose() * dO;
+  dP.noalias() += dY * ch.T.transpose() * M1.transpose();
+  Mat<R> dM1 = P.transpose() * dY * ch.T.transpose();
+  strict_upper(dM1);
+  g.dT.noalias() += PM1.transpose() * dY;
+  dV.noalias() += dM1 * ch.W;
+  g.dW.noalias() += dM1.transpose() * V;
+}
+
+// d loss / d W and d beta of one chunk from its dP, dT (and dW so far):
+// through P = I - W^T T W, then T = N^{-1} diag(beta), N = I + diag(beta) S,
+// S = striu(W W^T).
+template <class R>
+void chunk_steps_backward(R* dw, R* dbeta, ChunkGrad<R>& g, const Chunk<R>& ch, int d) {
+  const Mat<R>& W = ch.W;
+  g.dT.noalias() -= W * g.dP * W.transpose();
+  g.dW.noalias() -= ch.T * W * g.dP.transpose() + ch.T.transpose() * W * g.dP;
+  upper(g.dT);  // T is upper triangular: only those entries are free
+  // f(T) with T = N^{-1} D: df = tr(X^T (dD - dN T)), X = N^{-T} dT.
+  const Mat<R> X = ch.N.transpose().template triangularView<Eigen::UnitLower>().solve(g.dT);
+  Mat<R> dN = -X * ch.T.transpose();
+  strict_upper(dN);
+  Mat<R> S = W * W.transpose();
+  strict_upper(S);
+  const Vec<R> dbeta_c = X.diagonal() + (dN.cwiseProduct(S)).rowwise().sum();
+  Mat<R> dS = ch.beta.asDiagonal() * dN;
+  strict_upper(dS);
+  g.dW.noalias() += (dS + dS.transpose()) * W;
+  RowsOut<R>(dw + ch.a * d, ch.c, d) += g.dW;
+  Eigen::Map<Vec<R>>(dbeta + ch.a, ch.c) += dbeta_c;
+}
+
+// One head's inputs as (T, hd) matrices and its chunks.
+template <class R>
+struct HeadChunks {
+  int d = 0, c = 0;
+  int64_t T = 0;
+  R scale;
+  Mat<R> Q, K, V;
+  std::vector<Chunk<R>> chunks;
+
+  HeadChunks(const R* q, const R* k, const R* v, const R* w, const R* beta, int64_t bh, AttentionShape s, int chunk,
+             bool values)
+      : d(s.hd), c(chunk), T(s.T), scale(R(1) / std::sqrt(R(s.hd))) {
+    const int64_t at = bh * s.T * s.hd;
+    Q = RowsMap<R>(q + at, T, d);
+    K = RowsMap<R>(k + at, T, d);
+    V = RowsMap<R>(v + at, T, d);
+    const R* wh = w + at;
+    const R* bh_beta = beta + bh * s.T;
+    chunks.resize((T + c - 1) / c);
+    for (std::size_t n = 0; n < chunks.size(); ++n) {
+      const int64_t a = int64_t(n) * c;
+      const int cn = int(std::min<int64_t>(c, T - a));
+      const Mat<R> Kc = K.middleRows(a, cn), Vc = V.middleRows(a, cn);
+      chunks[n].build(wh, bh_beta, Kc, values ? &Vc : nullptr, a, cn, d);
+    }
+  }
+};
+
+// One query chunk m's forward: raw scores down the key chunks (U carried
+// through each), the chunk's own, softmax; then values up the key chunks.
+// With `keep`, what backward replays: U at each key chunk, acc after each.
+template <class R>
+struct QueryChunk {
+  Mat<R> Q;               // the chunk's queries
+  Mat<R> S;               // rows x (a + rows): probabilities after forward
+  std::vector<Mat<R>> U;  // U[n]: queries carried to the end of key chunk n
+  std::vector<Mat<R>> acc;
+  Mat<R> O;
+
+  void forward(const HeadChunks<R>& h, int m, bool values, bool keep) {
+    const Chunk<R>& ch = h.chunks[m];
+    const int rows = ch.c;
+    const int64_t a = ch.a;
+    Q = h.Q.middleRows(a, rows);
+    S.resize(rows, a + rows);
+    U.assign(keep ? m : 0, Mat<R>());
+    if (m > 0) {
+      Mat<R> X = ch.carry_to_start(Q);
+      for (int n = m - 1; n >= 0; --n) {
+        const Chunk<R>& kn = h.chunks[n];
+        S.middleCols(kn.a, kn.c).noalias() = X * kn.Kt.transpose();
+        if (keep) U[n] = X;
+        if (n > 0) X = X * kn.P.transpose();
+      }
+    }
+    S.middleCols(a, rows) = chunk_scores(ch, Q, Mat<R>(h.K.middleRows(a, rows)));
+    S *= h.scale;
+    for (int l = 0; l < rows; ++l) {
+      auto row = S.row(l).head(a + l + 1);
+      const R mx = row.maxCoeff();
+      row = (row.array() - mx).exp();
+      row /= row.sum();
+      S.row(l).tail(rows - 1 - l).setZero();
+    }
+    if (!values) {
+      O.noalias() = S * h.V.topRows(a + rows);
+      return;
+    }
+    acc.assign(keep ? m : 0, Mat<R>());
+    Mat<R> Z;
+    for (int n = 0; n < m; ++n) {
+      const Chunk<R>& kn = h.chunks[n];
+      const auto p = S.middleCols(kn.a, kn.c);
+      Z = n == 0 ? Mat<R>(p * kn.Vt) : Mat<R>(Z * kn.P + p * kn.Vt);
+      if (keep) acc[n] = Z;
+    }
+    O = chunk_values(ch, Mat<R>(S.middleCols(a, rows)), Mat<R>(h.V.middleRows(a, rows)));
+    if (m > 0) O += ch.carry_from_start(Z);
+  }
+};
+
+template <class R>
+void head_forward(R* o, const HeadChunks<R>& h, bool values) {
+  QueryChunk<R> qc;
+  for (int m = 0; m < int(h.chunks.size()); ++m) {
+    qc.forward(h, m, values, false);
+    RowsOut<R>(o + h.chunks[m].a * h.d, h.chunks[m].c, h.d) = qc.O;
+  }
+}
+
+// Adds one head's d loss / d q, k, v, w, beta; dO is its (T, hd) block.
+template <class R>
+void head_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const HeadChunks<R>& h, bool values) {
+  const int d = h.d;
+  const int M = int(h.chunks.size());
+  std::vector<ChunkGrad<R>> g(M);
+  for (int n = 0; n < M; ++n) g[n].zero(h.chunks[n].c, d, values);
+  Mat<R> dQ = Mat<R>::Zero(h.T, d), dK = Mat<R>::Zero(h.T, d), dV = Mat<R>::Zero(h.T, d);
+  const RowsMap<R> dO_all(d_o, h.T, d);
+  QueryChunk<R> qc;
+  for (int m = 0; m < M; ++m) {
+    const Chunk<R>& ch = h.chunks[m];
+    const int rows = ch.c;
+    const int64_t a = ch.a;
+    qc.forward(h, m, values, true);
+    const Mat<R> dO = dO_all.middleRows(a, rows);
+    // D_i = dO_i . o_i: the softmax's row correction (sum_j p_ij dp_ij).
+    const Vec<R> Drow = (dO.cwiseProduct(qc.O)).rowwise().sum();
+    Mat<R> dP(rows, a + rows);
+    if (values) {
+      Mat<R> dPc = Mat<R>::Zero(rows, rows), dVc = Mat<R>::Zero(rows, d);
+      chunk_values_backward(dPc, dVc, g[m], ch, Mat<R>(qc.S.middleCols(a, rows)), Mat<R>(h.V.middleRows(a, rows)),
+                            dO);
+      dP.middleCols(a, rows) = dPc;
+      dV.middleRows(a, rows) += dVc;
+      if (m > 0) {
+        Mat<R> dZ = Mat<R>::Zero(rows, d);
+        carry_from_start_backward(dZ, g[m], ch, qc.acc[m - 1], dO);
+        for (int n = m - 1; n >= 0; --n) {
+          const Chunk<R>& kn = h.chunks[n];
+          const auto p = qc.S.middleCols(kn.a, kn.c);
+          dP.middleCols(kn.a, kn.c).noalias() = dZ * kn.Vt.transpose();
+          g[n].dVt.noalias() += p.transpose() * dZ;
+          if (n > 0) {
+            g[n].dP.noalias() += qc.acc[n - 1].transpose() * dZ;
+            dZ = dZ * kn.P.transpose();
+          }
+        }
+      }
+    } else {
+      dP.noalias() = dO * h.V.topRows(a + rows).transpose();
+      dV.topRows(a + rows).noalias() += qc.S.transpose() * dO;
+    }
+    // dS (raw scores) = scale p (dp - D).
+    const Mat<R> dS = h.scale * qc.S.cwiseProduct(dP - Drow.replicate(1, a + rows));
+    Mat<R> dQc = Mat<R>::Zero(rows, d), dKc = Mat<R>::Zero(rows, d);
+    chunk_scores_backward(dQc, dKc, g[m], ch, qc.Q, Mat<R>(h.K.middleRows(a, rows)), Mat<R>(dS.middleCols(a, rows)));
+    dK.middleRows(a, rows) += dKc;
+    if (m > 0) {
+      Mat<R> dX = Mat<R>::Zero(rows, d);  // d loss / d (queries at the end of key chunk n - 1)
+      for (int n = 0; n < m; ++n) {
+        const Chunk<R>& kn = h.chunks[n];
+        const auto dSn = dS.middleCols(kn.a, kn.c);
+        g[n].dKt.noalias() += dSn.transpose() * qc.U[n];
+        Mat<R> dXn = dSn * kn.Kt;
+        if (n > 0) {
+          g[n].dP.noalias() += dX.transpose() * qc.U[n];
+          dXn.noalias() += dX * kn.P;
+        }
+        dX = dXn;
+      }
+      carry_to_start_backward(dQc, g[m], ch, qc.Q, dX);
+    }
+    dQ.middleRows(a, rows) += dQc;
+  }
+  for (int n = 0; n < M; ++n) {
+    const Chunk<R>& kn = h.chunks[n];
+    Mat<R> dKc = dK.middleRows(kn.a, kn.c);
+    carry_to_end_backward(dKc, g[n], kn, Mat<R>(h.K.middleRows(kn.a, kn.c)), g[n].dKt);
+    dK.middleRows(kn.a, kn.c) = dKc;
+    if (values) {
+      Mat<R> dVc = dV.middleRows(kn.a, kn.c);
+      carry_to_end_backward(dVc, g[n], kn, Mat<R>(h.V.middleRows(kn.a, kn.c)), g[n].dVt);
+      dV.middleRows(kn.a, kn.c) = dVc;
+    }
+    chunk_steps_backward(dw, dbeta, g[n], kn, d);
+  }
+  RowsOut<R>(dq, h.T, d) += dQ;
+  RowsOut<R>(dk, h.T, d) += dK;
+  RowsOut<R>(dv, h.T, d) += dV;
+}
+
+}  // namespace
+
+template <class R>
+void householder_attention_forward_blocked(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
+                                           bool values, AttentionShape s, int chunk) {
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
+    const HeadChunks<R> h(q, k, v, w, beta, bh, s, chunk, values);
+    head_forward(o + bh * s.T * s.hd, h, values);
+  }
+}
+
+template <class R>
+void householder_attention_backward_blocked(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q,
+                                            const R* k, const R* v, const R* w, const R* beta, bool values,
+                                            AttentionShape s, int chunk) {
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
+    const int64_t at = bh * s.T * s.hd;
+    const HeadChunks<R> h(q, k, v, w, beta, bh, s, chunk, values);
+    head_backward(dq + at, dk + at, dv + at, dw + at, dbeta + bh * s.T, d_o + at, h, values);
+  }
+}
+
+#define ROUTELAB_HOUSEHOLDER_BLOCKED(R)                                                                          \
+  template void householder_attention_forward_blocked<R>(R*, const R*, const R*, const R*, const R*, const R*,   \
+                                                         bool, AttentionShape, int);                             \
+  template void householder_attention_backward_blocked<R>(R*, R*, R*, R*, R*, const R*, const R*, const R*,      \
+                                                          const R*, const R*, const R*, bool, AttentionShape, int);
+ROUTELAB_HOUSEHOLDER_BLOCKED(float)
+ROUTELAB_HOUSEHOLDER_BLOCKED(double)
+#undef ROUTELAB_HOUSEHOLDER_BLOCKED
+
+}  // namespace routelab::nn
