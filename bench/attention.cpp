@@ -67,7 +67,7 @@ void rope_layer(Buffers& b) {
 }
 
 // The steps (PaTH's beta) are part of the layer's cost, the projections not.
-void householder_layer(Buffers& b, bool values, HouseholderPath path, int chunk = kHouseholderChunk) {
+void householder_layer(Buffers& b, bool values, HouseholderPath path, int chunk = 0) {
   householder_steps_forward(b.w.data(), b.beta.data(), b.z.data(), b.beta_logit.data(), b.s);
   split_heads_forward(b.q.data(), b.k.data(), b.v.data(), b.qkv.data(), (const float*)nullptr, false, b.s);
   householder_attention_forward(b.o.data(), b.q.data(), b.k.data(), b.v.data(), b.w.data(), b.beta.data(), values,
@@ -120,7 +120,7 @@ void time_methods(const Method* methods, std::size_t n, int T, int rounds, doubl
 }
 
 // The blocked path at each chunk size, householder_qkv forward + backward:
-// what kHouseholderChunk was tuned with.
+// what 0 was tuned with.
 void chunk_sweep(const std::vector<int>& lengths, const std::vector<int>& chunks, int rounds, double seconds) {
   std::printf("\nhouseholder_qkv forward+backward, blocked, by chunk size (ratio: the first chunk's rate over each)\n");
   std::printf("%-20s %6s %6s %12s %10s\n", "chunk", "T", "B", "tokens/s", "first/this");

@@ -272,12 +272,15 @@ void householder_steps_backward(R* dz, R* dbeta_logit, const R* dw, const R* dbe
   });
 }
 
+int householder_chunk(int64_t T) { return T <= 512 ? 16 : 48; }
+
 template <class R>
 void householder_attention_forward(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
                                    bool values, AttentionShape s, HouseholderPath path, int chunk) {
   switch (path) {
     case HouseholderPath::blocked:
-      return householder_attention_forward_blocked(o, q, k, v, w, beta, values, s, chunk);
+      return householder_attention_forward_blocked(o, q, k, v, w, beta, values, s,
+                                                   chunk > 0 ? chunk : householder_chunk(s.T));
     case HouseholderPath::tiles:
       return attention_forward_tiled<R, kHouseholderTileRows>(o, q, k, v, w, beta, values, s);
     case HouseholderPath::rows:
@@ -291,7 +294,8 @@ void householder_attention_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const 
                                     HouseholderPath path, int chunk) {
   switch (path) {
     case HouseholderPath::blocked:
-      return householder_attention_backward_blocked(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s, chunk);
+      return householder_attention_backward_blocked(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s,
+                                                    chunk > 0 ? chunk : householder_chunk(s.T));
     case HouseholderPath::tiles:
       return attention_backward_tiled<R, kHouseholderTileRows>(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values,
                                                                s);

@@ -35,8 +35,11 @@
 namespace routelab::nn {
 
 constexpr int kHouseholderTileRows = 16;  // one 512-bit register of floats per coordinate
-// Steps per chunk of the blocked path: tuned with bench_attention (bench/README.md).
-constexpr int kHouseholderChunk = 32;
+// Steps per chunk of the blocked path at length T, tuned with bench_attention
+// --chunks (bench/README.md): 16 up to T = 512, where the in-chunk work (about
+// c hd + c^2 per position) dominates; 48 beyond, where the chunk pairs'
+// products do and 48 rows fill Eigen's AVX-512 float micro-kernel (3 x 16).
+int householder_chunk(int64_t T);
 
 enum class HouseholderPath { blocked, tiles, rows };
 
@@ -51,16 +54,16 @@ void householder_steps_backward(R* dz, R* dbeta_logit, const R* dw, const R* dbe
                                 AttentionShape s);
 
 // o = softmax(s, causal) times the values, transported when `values`.
-// `chunk` (blocked only): steps per chunk, at least 1.
+// `chunk` (blocked only): steps per chunk; 0 is householder_chunk(T).
 template <class R>
 void householder_attention_forward(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
                                    bool values, AttentionShape s, HouseholderPath path = HouseholderPath::blocked,
-                                   int chunk = kHouseholderChunk);
+                                   int chunk = 0);
 // Adds d loss / d q, k, v, w, beta.
 template <class R>
 void householder_attention_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q, const R* k,
                                     const R* v, const R* w, const R* beta, bool values, AttentionShape s,
-                                    HouseholderPath path = HouseholderPath::blocked, int chunk = kHouseholderChunk);
+                                    HouseholderPath path = HouseholderPath::blocked, int chunk = 0);
 
 // The blocked path itself (householder_blocked.cpp).
 template <class R>

@@ -59,49 +59,73 @@ void lower(M& x) {
   x.template triangularView<Eigen::StrictlyUpper>().setZero();
 }
 
-// One chunk of steps of one head: rows a .. a + c - 1.
+// One chunk of steps of one head: rows a .. a + c - 1, and the products of
+// its steps that every query chunk reuses.
 template <class R>
 struct Chunk {
   int64_t a = 0;
   int c = 0;
-  Mat<R> W;      // c x hd
-  Vec<R> beta;   // c
-  Mat<R> N, T;   // N = I + diag(beta) striu(W W^T), T = N^{-1} diag(beta)
-  Mat<R> P;      // hd x hd: H_a ... H_{a+c-1}
-  Mat<R> Kt, Vt; // the chunk's keys and values carried to its last step
+  Mat<R> W;       // c x hd
+  Vec<R> beta;    // c
+  Mat<R> N, T;    // N = I + diag(beta) striu(W W^T), T = N^{-1} diag(beta)
+  Mat<R> TW, TtW; // T W, T^T W
+  Mat<R> P;       // hd x hd: H_a ... H_{a+c-1} = I - W^T T W
+  Mat<R> Q, K, V; // the chunk's own rows (V empty without value transport)
+  Mat<R> KW, VW;  // striu(K W^T), striu(V W^T)
+  Mat<R> Kt, Vt;  // the keys and values carried to the chunk's last step
 
-  // K, V: the chunk's own rows (V null without value transport).
-  void build(const R* w, const R* beta_all, const Mat<R>& K, const Mat<R>* V, int64_t a_, int c_, int d) {
+  // q, k, v, w: the head's (T, hd) blocks; v null without value transport.
+  void build(const R* q, const R* k, const R* v, const R* w, const R* beta_all, int64_t a_, int c_, int d) {
     a = a_, c = c_;
+    Q = RowsMap<R>(q + a * d, c, d);
+    K = RowsMap<R>(k + a * d, c, d);
+    if (v) V = RowsMap<R>(v + a * d, c, d);
     W = RowsMap<R>(w + a * d, c, d);
     beta = Eigen::Map<const Vec<R>>(beta_all + a, c);
-    Mat<R> G = W * W.transpose();
-    strict_upper(G);
-    N = beta.asDiagonal() * G;
+    N.noalias() = W * W.transpose();
+    strict_upper(N);
+    N = beta.asDiagonal() * N;
     N.diagonal().setOnes();
-    T = N.template triangularView<Eigen::UnitUpper>().solve(Mat<R>(beta.asDiagonal()));
-    P = -W.transpose() * T * W;
+    // T = N^{-1} diag(beta), column by column by back substitution (N is
+    // unit upper triangular; a solver call costs more than these c^3/6 flops).
+    T.setZero(c, c);
+    for (int i = 0; i < c; ++i) {
+      T(i, i) = beta(i);
+      for (int r = i - 1; r >= 0; --r) {
+        R acc = 0;
+        for (int s = r + 1; s <= i; ++s) acc += N(r, s) * T(s, i);
+        T(r, i) = -acc;
+      }
+    }
+    TW.noalias() = T.template triangularView<Eigen::Upper>() * W;
+    TtW.noalias() = T.transpose().template triangularView<Eigen::Lower>() * W;
+    P.noalias() = -W.transpose() * TW;
     P.diagonal().array() += R(1);
-    Kt = carry_to_end(K);
-    if (V) Vt = carry_to_end(*V);
+    carry_to_end(Kt, KW, K);
+    if (v) carry_to_end(Vt, VW, V);
   }
-  // Rows x_j -> (H_{j+1} .. H_end)^T x_j = H_end .. H_{j+1} x_j.
-  Mat<R> carry_to_end(const Mat<R>& X) const {
-    Mat<R> E = X * W.transpose();
+  // Rows x_j -> (H_{j+1} .. H_end)^T x_j = H_end .. H_{j+1} x_j; E gets
+  // striu(X W^T).
+  void carry_to_end(Mat<R>& out, Mat<R>& E, const Mat<R>& X) const {
+    E.noalias() = X * W.transpose();
     strict_upper(E);
-    return X - E * (T * W);
+    out = X;
+    out.noalias() -= E * TW;
   }
-  // Rows x_i -> (H_a .. H_i) x_i (a query carried to the chunk's start).
-  Mat<R> carry_to_start(const Mat<R>& X) const {
-    Mat<R> E = W * X.transpose();
-    upper(E);
-    return X - E.transpose() * (T.transpose() * W);
+  // Rows x_i -> (H_a .. H_i) x_i (a query carried to the chunk's start),
+  // given WX = triu(W X^T).
+  void carry_to_start(Mat<R>& out, const Mat<R>& X, const Mat<R>& WX) const {
+    out.resize(X.rows(), X.cols());
+    out = X;
+    out.noalias() -= WX.transpose() * TtW;
   }
-  // Rows y_i -> (H_a .. H_i)^T y_i (a value carried from the chunk's start).
-  Mat<R> carry_from_start(const Mat<R>& Y) const {
-    Mat<R> G = T.transpose() * (W * Y.transpose());
+  // Adds rows (H_a .. H_i)^T y_i to out (values carried from the chunk's
+  // start).
+  void carry_from_start(Mat<R>& out, const Mat<R>& Y) const {
+    out += Y;
+    Mat<R> G = TtW * Y.transpose();
     upper(G);
-    return Y - G.transpose() * W;
+    out.noalias() -= G.transpose() * W;
   }
 };
 
@@ -115,12 +139,12 @@ struct ChunkGrad {
   }
 };
 
-// Adjoint of carry_to_end: dX += d(X~) through X~ = X - striu(X W^T) T W.
+// Adjoint of carry_to_end: dX += d(X~) through X~ = X - E T W, E =
+// striu(X W^T).
 template <class R>
-void carry_to_end_backward(Mat<R>& dX, ChunkGrad<R>& g, const Chunk<R>& ch, const Mat<R>& X, const Mat<R>& dXt) {
-  Mat<R> E = X * ch.W.transpose();
-  strict_upper(E);
-  Mat<R> dE = -dXt * (ch.T * ch.W).transpose();
+void carry_to_end_backward(Mat<R>& dX, ChunkGrad<R>& g, const Chunk<R>& ch, const Mat<R>& X, const Mat<R>& E,
+                           const Mat<R>& dXt) {
+  Mat<R> dE = -dXt * ch.TW.transpose();
   strict_upper(dE);
   const Mat<R> dTW = -E.transpose() * dXt;
   g.dT.noalias() += dTW * ch.W.transpose();
@@ -130,12 +154,11 @@ void carry_to_end_backward(Mat<R>& dX, ChunkGrad<R>& g, const Chunk<R>& ch, cons
   g.dW.noalias() += dE.transpose() * X;
 }
 
-// Adjoint of carry_to_start: dX += through U = X - triu(W X^T)^T T^T W.
+// Adjoint of carry_to_start: dX += through U = X - E^T T^T W, E = triu(W X^T).
 template <class R>
-void carry_to_start_backward(Mat<R>& dX, ChunkGrad<R>& g, const Chunk<R>& ch, const Mat<R>& X, const Mat<R>& dU) {
-  Mat<R> E = ch.W * X.transpose();
-  upper(E);
-  const Mat<R> F = ch.T.transpose() * ch.W;
+void carry_to_start_backward(Mat<R>& dX, ChunkGrad<R>& g, const Chunk<R>& ch, const Mat<R>& X, const Mat<R>& E,
+                             const Mat<R>& dU) {
+  const Mat<R>& F = ch.TtW;
   Mat<R> dE = -F * dU.transpose();
   upper(dE);
   const Mat<R> dF = -E * dU;
@@ -150,7 +173,7 @@ void carry_to_start_backward(Mat<R>& dX, ChunkGrad<R>& g, const Chunk<R>& ch, co
 template <class R>
 void carry_from_start_backward(Mat<R>& dY, ChunkGrad<R>& g, const Chunk<R>& ch, const Mat<R>& Y, const Mat<R>& dO) {
   const Mat<R> H = ch.W * Y.transpose();
-  Mat<R> G = ch.T.transpose() * H;
+  Mat<R> G = ch.TtW * Y.transpose();
   upper(G);
   Mat<R> dG = -ch.W * dO.transpose();
   upper(dG);
@@ -163,23 +186,20 @@ void carry_from_start_backward(Mat<R>& dY, ChunkGrad<R>& g, const Chunk<R>& ch, 
 }
 
 // In-chunk raw scores (i, j), j <= i: q_i.k_j - (M1 T M2)_ji with
-// M1 = striu(K W^T), M2 = triu(W Q^T); entries j > i are left at 0.
+// M1 = striu(K W^T) (the chunk's KW), M2 = triu(W Q^T); entries j > i are 0.
+// M1 T is strictly upper: one triangular product of each kind.
 template <class R>
-Mat<R> chunk_scores(const Chunk<R>& ch, const Mat<R>& Q, const Mat<R>& K) {
-  Mat<R> M1 = K * ch.W.transpose(), M2 = ch.W * Q.transpose();
-  strict_upper(M1);
-  upper(M2);
-  Mat<R> S = Q * K.transpose() - (M1 * ch.T * M2).transpose();
+void chunk_scores(Eigen::Ref<Mat<R>> S, const Chunk<R>& ch, const Mat<R>& Q, const Mat<R>& K, const Mat<R>& M2) {
+  Mat<R> M1T = ch.KW.template triangularView<Eigen::StrictlyUpper>() * ch.T;
+  S.noalias() = Q * K.transpose();
+  S.noalias() -= M2.transpose() * M1T.transpose();
   lower(S);
-  return S;
 }
 
 template <class R>
 void chunk_scores_backward(Mat<R>& dQ, Mat<R>& dK, ChunkGrad<R>& g, const Chunk<R>& ch, const Mat<R>& Q,
-                           const Mat<R>& K, const Mat<R>& dS) {
-  Mat<R> M1 = K * ch.W.transpose(), M2 = ch.W * Q.transpose();
-  strict_upper(M1);
-  upper(M2);
+                           const Mat<R>& K, const Mat<R>& M2, const Eigen::Ref<const Mat<R>>& dS) {
+  const Mat<R>& M1 = ch.KW;
   const Mat<R> D = dS.transpose();  // (j, i)
   dK.noalias() += D * Q;
   dQ.noalias() += D.transpose() * K;
@@ -197,19 +217,18 @@ void chunk_scores_backward(Mat<R>& dQ, Mat<R>& dK, ChunkGrad<R>& g, const Chunk<
 // In-chunk transported values: o_i = sum_{j <= i} p_ij (H_{j+1} .. H_i)^T v_j
 //   = P V - ((P striu(V W^T) T) masked to s <= i) W.
 template <class R>
-Mat<R> chunk_values(const Chunk<R>& ch, const Mat<R>& P, const Mat<R>& V) {
-  Mat<R> M1 = V * ch.W.transpose();
-  strict_upper(M1);
-  Mat<R> Y = P * M1 * ch.T;
+void chunk_values(Mat<R>& O, const Chunk<R>& ch, const Eigen::Ref<const Mat<R>>& P, const Mat<R>& V) {
+  const Mat<R> M1T = ch.VW.template triangularView<Eigen::StrictlyUpper>() * ch.T;
+  Mat<R> Y = P * M1T;
   lower(Y);
-  return P * V - Y * ch.W;
+  O.noalias() = P * V;
+  O.noalias() -= Y * ch.W;
 }
 
 template <class R>
-void chunk_values_backward(Mat<R>& dP, Mat<R>& dV, ChunkGrad<R>& g, const Chunk<R>& ch, const Mat<R>& P,
-                           const Mat<R>& V, const Mat<R>& dO) {
-  Mat<R> M1 = V * ch.W.transpose();
-  strict_upper(M1);
+void chunk_values_backward(Mat<R>& dP, Mat<R>& dV, ChunkGrad<R>& g, const Chunk<R>& ch,
+                           const Eigen::Ref<const Mat<R>>& P, const Mat<R>& V, const Mat<R>& dO) {
+  const Mat<R>& M1 = ch.VW;
   const Mat<R> PM1 = P * M1;
   Mat<R> Y = PM1 * ch.T;
   lower(Y);
@@ -236,7 +255,10 @@ void chunk_steps_backward(R* dw, R* dbeta, ChunkGrad<R>& g, const Chunk<R>& ch, 
   g.dW.noalias() -= ch.T * W * g.dP.transpose() + ch.T.transpose() * W * g.dP;
   upper(g.dT);  // T is upper triangular: only those entries are free
   // f(T) with T = N^{-1} D: df = tr(X^T (dD - dN T)), X = N^{-T} dT.
-  const Mat<R> X = ch.N.transpose().template triangularView<Eigen::UnitLower>().solve(g.dT);
+  // X = N^{-T} dT by forward substitution over rows (N^T is unit lower).
+  Mat<R> X = g.dT;
+  for (int r = 1; r < ch.c; ++r)
+    for (int s = 0; s < r; ++s) X.row(r) -= ch.N(s, r) * X.row(s);
   Mat<R> dN = -X * ch.T.transpose();
   strict_upper(dN);
   Mat<R> S = W * W.transpose();
@@ -249,30 +271,25 @@ void chunk_steps_backward(R* dw, R* dbeta, ChunkGrad<R>& g, const Chunk<R>& ch, 
   Eigen::Map<Vec<R>>(dbeta + ch.a, ch.c) += dbeta_c;
 }
 
-// One head's inputs as (T, hd) matrices and its chunks.
+// One head's chunks (and its values, for the path without value transport).
 template <class R>
 struct HeadChunks {
   int d = 0, c = 0;
   int64_t T = 0;
   R scale;
-  Mat<R> Q, K, V;
+  Mat<R> V;
   std::vector<Chunk<R>> chunks;
 
   HeadChunks(const R* q, const R* k, const R* v, const R* w, const R* beta, int64_t bh, AttentionShape s, int chunk,
              bool values)
       : d(s.hd), c(chunk), T(s.T), scale(R(1) / std::sqrt(R(s.hd))) {
     const int64_t at = bh * s.T * s.hd;
-    Q = RowsMap<R>(q + at, T, d);
-    K = RowsMap<R>(k + at, T, d);
-    V = RowsMap<R>(v + at, T, d);
-    const R* wh = w + at;
-    const R* bh_beta = beta + bh * s.T;
+    if (!values) V = RowsMap<R>(v + at, T, d);
     chunks.resize((T + c - 1) / c);
     for (std::size_t n = 0; n < chunks.size(); ++n) {
       const int64_t a = int64_t(n) * c;
-      const int cn = int(std::min<int64_t>(c, T - a));
-      const Mat<R> Kc = K.middleRows(a, cn), Vc = V.middleRows(a, cn);
-      chunks[n].build(wh, bh_beta, Kc, values ? &Vc : nullptr, a, cn, d);
+      chunks[n].build(q + at, k + at, values ? v + at : nullptr, w + at, beta + bh * s.T, a,
+                      int(std::min<int64_t>(c, T - a)), d);
     }
   }
 };
@@ -282,29 +299,33 @@ struct HeadChunks {
 // With `keep`, what backward replays: U at each key chunk, acc after each.
 template <class R>
 struct QueryChunk {
-  Mat<R> Q;               // the chunk's queries
+  Mat<R> WQ;              // triu(W Q^T) of the chunk's own steps and queries
   Mat<R> S;               // rows x (a + rows): probabilities after forward
   std::vector<Mat<R>> U;  // U[n]: queries carried to the end of key chunk n
   std::vector<Mat<R>> acc;
-  Mat<R> O;
+  Mat<R> O, X, X2, Z, Z2;
 
   void forward(const HeadChunks<R>& h, int m, bool values, bool keep) {
     const Chunk<R>& ch = h.chunks[m];
     const int rows = ch.c;
     const int64_t a = ch.a;
-    Q = h.Q.middleRows(a, rows);
+    WQ.noalias() = ch.W * ch.Q.transpose();
+    upper(WQ);
     S.resize(rows, a + rows);
-    U.assign(keep ? m : 0, Mat<R>());
+    if (keep) U.resize(m);
     if (m > 0) {
-      Mat<R> X = ch.carry_to_start(Q);
+      ch.carry_to_start(X, ch.Q, WQ);
       for (int n = m - 1; n >= 0; --n) {
         const Chunk<R>& kn = h.chunks[n];
         S.middleCols(kn.a, kn.c).noalias() = X * kn.Kt.transpose();
         if (keep) U[n] = X;
-        if (n > 0) X = X * kn.P.transpose();
+        if (n > 0) {
+          X2.noalias() = X * kn.P.transpose();
+          X.swap(X2);
+        }
       }
     }
-    S.middleCols(a, rows) = chunk_scores(ch, Q, Mat<R>(h.K.middleRows(a, rows)));
+    chunk_scores<R>(S.middleCols(a, rows), ch, ch.Q, ch.K, WQ);
     S *= h.scale;
     for (int l = 0; l < rows; ++l) {
       auto row = S.row(l).head(a + l + 1);
@@ -317,16 +338,16 @@ struct QueryChunk {
       O.noalias() = S * h.V.topRows(a + rows);
       return;
     }
-    acc.assign(keep ? m : 0, Mat<R>());
-    Mat<R> Z;
+    if (keep) acc.resize(m);
     for (int n = 0; n < m; ++n) {
       const Chunk<R>& kn = h.chunks[n];
-      const auto p = S.middleCols(kn.a, kn.c);
-      Z = n == 0 ? Mat<R>(p * kn.Vt) : Mat<R>(Z * kn.P + p * kn.Vt);
+      Z2.noalias() = S.middleCols(kn.a, kn.c) * kn.Vt;
+      if (n > 0) Z2.noalias() += Z * kn.P;
+      Z.swap(Z2);
       if (keep) acc[n] = Z;
     }
-    O = chunk_values(ch, Mat<R>(S.middleCols(a, rows)), Mat<R>(h.V.middleRows(a, rows)));
-    if (m > 0) O += ch.carry_from_start(Z);
+    chunk_values<R>(O, ch, S.middleCols(a, rows), ch.V);
+    if (m > 0) ch.carry_from_start(O, Z);
   }
 };
 
@@ -349,32 +370,33 @@ void head_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const Hea
   Mat<R> dQ = Mat<R>::Zero(h.T, d), dK = Mat<R>::Zero(h.T, d), dV = Mat<R>::Zero(h.T, d);
   const RowsMap<R> dO_all(d_o, h.T, d);
   QueryChunk<R> qc;
+  Mat<R> dO, dP, dS, dPc, dC, dX, dX2;
   for (int m = 0; m < M; ++m) {
     const Chunk<R>& ch = h.chunks[m];
     const int rows = ch.c;
     const int64_t a = ch.a;
     qc.forward(h, m, values, true);
-    const Mat<R> dO = dO_all.middleRows(a, rows);
+    dO = dO_all.middleRows(a, rows);
     // D_i = dO_i . o_i: the softmax's row correction (sum_j p_ij dp_ij).
     const Vec<R> Drow = (dO.cwiseProduct(qc.O)).rowwise().sum();
-    Mat<R> dP(rows, a + rows);
+    dP.resize(rows, a + rows);
     if (values) {
-      Mat<R> dPc = Mat<R>::Zero(rows, rows), dVc = Mat<R>::Zero(rows, d);
-      chunk_values_backward(dPc, dVc, g[m], ch, Mat<R>(qc.S.middleCols(a, rows)), Mat<R>(h.V.middleRows(a, rows)),
-                            dO);
+      dPc.setZero(rows, rows);
+      dC.setZero(rows, d);
+      chunk_values_backward<R>(dPc, dC, g[m], ch, qc.S.middleCols(a, rows), ch.V, dO);
       dP.middleCols(a, rows) = dPc;
-      dV.middleRows(a, rows) += dVc;
+      dV.middleRows(a, rows) += dC;
       if (m > 0) {
-        Mat<R> dZ = Mat<R>::Zero(rows, d);
-        carry_from_start_backward(dZ, g[m], ch, qc.acc[m - 1], dO);
+        dX.setZero(rows, d);  // d loss / d acc
+        carry_from_start_backward(dX, g[m], ch, qc.acc[m - 1], dO);
         for (int n = m - 1; n >= 0; --n) {
           const Chunk<R>& kn = h.chunks[n];
-          const auto p = qc.S.middleCols(kn.a, kn.c);
-          dP.middleCols(kn.a, kn.c).noalias() = dZ * kn.Vt.transpose();
-          g[n].dVt.noalias() += p.transpose() * dZ;
+          dP.middleCols(kn.a, kn.c).noalias() = dX * kn.Vt.transpose();
+          g[n].dVt.noalias() += qc.S.middleCols(kn.a, kn.c).transpose() * dX;
           if (n > 0) {
-            g[n].dP.noalias() += qc.acc[n - 1].transpose() * dZ;
-            dZ = dZ * kn.P.transpose();
+            g[n].dP.noalias() += qc.acc[n - 1].transpose() * dX;
+            dX2.noalias() = dX * kn.P.transpose();
+            dX.swap(dX2);
           }
         }
       }
@@ -383,36 +405,37 @@ void head_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const Hea
       dV.topRows(a + rows).noalias() += qc.S.transpose() * dO;
     }
     // dS (raw scores) = scale p (dp - D).
-    const Mat<R> dS = h.scale * qc.S.cwiseProduct(dP - Drow.replicate(1, a + rows));
-    Mat<R> dQc = Mat<R>::Zero(rows, d), dKc = Mat<R>::Zero(rows, d);
-    chunk_scores_backward(dQc, dKc, g[m], ch, qc.Q, Mat<R>(h.K.middleRows(a, rows)), Mat<R>(dS.middleCols(a, rows)));
-    dK.middleRows(a, rows) += dKc;
+    dS = h.scale * qc.S.cwiseProduct(dP - Drow.replicate(1, a + rows));
+    dPc.setZero(rows, d);  // d loss / d Q of the chunk
+    dC.setZero(rows, d);   // d loss / d K of the chunk
+    chunk_scores_backward<R>(dPc, dC, g[m], ch, ch.Q, ch.K, qc.WQ, dS.middleCols(a, rows));
+    dK.middleRows(a, rows) += dC;
     if (m > 0) {
-      Mat<R> dX = Mat<R>::Zero(rows, d);  // d loss / d (queries at the end of key chunk n - 1)
+      dX.setZero(rows, d);  // d loss / d (queries at the end of key chunk n - 1)
       for (int n = 0; n < m; ++n) {
         const Chunk<R>& kn = h.chunks[n];
         const auto dSn = dS.middleCols(kn.a, kn.c);
         g[n].dKt.noalias() += dSn.transpose() * qc.U[n];
-        Mat<R> dXn = dSn * kn.Kt;
+        dX2.noalias() = dSn * kn.Kt;
         if (n > 0) {
           g[n].dP.noalias() += dX.transpose() * qc.U[n];
-          dXn.noalias() += dX * kn.P;
+          dX2.noalias() += dX * kn.P;
         }
-        dX = dXn;
+        dX.swap(dX2);
       }
-      carry_to_start_backward(dQc, g[m], ch, qc.Q, dX);
+      carry_to_start_backward(dPc, g[m], ch, ch.Q, qc.WQ, dX);
     }
-    dQ.middleRows(a, rows) += dQc;
+    dQ.middleRows(a, rows) += dPc;
   }
   for (int n = 0; n < M; ++n) {
     const Chunk<R>& kn = h.chunks[n];
-    Mat<R> dKc = dK.middleRows(kn.a, kn.c);
-    carry_to_end_backward(dKc, g[n], kn, Mat<R>(h.K.middleRows(kn.a, kn.c)), g[n].dKt);
-    dK.middleRows(kn.a, kn.c) = dKc;
+    dC = dK.middleRows(kn.a, kn.c);
+    carry_to_end_backward(dC, g[n], kn, kn.K, kn.KW, g[n].dKt);
+    dK.middleRows(kn.a, kn.c) = dC;
     if (values) {
-      Mat<R> dVc = dV.middleRows(kn.a, kn.c);
-      carry_to_end_backward(dVc, g[n], kn, Mat<R>(h.V.middleRows(kn.a, kn.c)), g[n].dVt);
-      dV.middleRows(kn.a, kn.c) = dVc;
+      dC = dV.middleRows(kn.a, kn.c);
+      carry_to_end_backward(dC, g[n], kn, kn.V, kn.VW, g[n].dVt);
+      dV.middleRows(kn.a, kn.c) = dC;
     }
     chunk_steps_backward(dw, dbeta, g[n], kn, d);
   }
