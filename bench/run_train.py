@@ -55,6 +55,14 @@ OpenMP threads spin at barriers (libgomp's default) can slow down many times
 over; --omp-wait-policy passive sets OMP_WAIT_POLICY for both sides alike.
 The load average before each run is printed and kept in the CSV.
 
+routelab against itself (issues 14 and 15): --between rope,learned_qkv,projected_qkv
+times those schemes' `routelab train` runs alone (no peer), each round in a
+rotated order, and prints each scheme's median tokens/s and its cost over the
+first (first / this); with --eval-run trained, each scheme's kept run is then
+evaluated at --eval-lengths, rotated the same way, and the tokens/s of
+evaluation are compared the same way (use --corpus tests/data/brown-slice to
+keep 64x evaluation short).
+
 Everything measured is written to --out as one long CSV.
 """
 import argparse
@@ -284,6 +292,64 @@ def run_eval(binp, run_dir, length, threads, env, tmp, device="cpu"):
 
 # ---------------------------------------------------------------- main
 
+def between(a, binp, corpus, size, env, tmp_root, out_rows):
+    """Schemes against each other: rounds rotate the order; medians and cost over the first."""
+    schemes = [s for s in a.between.split(",") if s]
+    cfgs = {}
+    for scheme in schemes:
+        cfgs[scheme] = os.path.join(tmp_root, f"{scheme}.toml")
+        with open(cfgs[scheme], "w") as f:
+            f.write(CONFIG.format(**size, scheme=scheme, batch=a.batch, steps=a.steps, seed=a.seed, corpus=corpus))
+    rates = {s: [] for s in schemes}
+    kept = {}
+    for rnd in range(a.rounds):
+        for k in range(len(schemes)):
+            scheme = schemes[(k + rnd) % len(schemes)]
+            tmp = tempfile.mkdtemp(dir=tmp_root)
+            load = loadavg()
+            rows, wall, run_dir = run_routelab(binp, cfgs[scheme], a.steps, a.threads, env, tmp, a.device, a.tf32)
+            tps = [r["tokens_per_s"] for r in rows[a.warmup:]]
+            rates[scheme].append(med(tps))
+            if scheme in kept:
+                shutil.rmtree(os.path.dirname(kept[scheme]), ignore_errors=True)
+            kept[scheme] = run_dir
+            for i, r in enumerate(rows):
+                out_rows.append(dict(kind="train_step", scheme=scheme, round=rnd, side="routelab", step=int(r["step"]),
+                                     warmup=int(i < a.warmup), tokens_per_s=r["tokens_per_s"], loss=r.get("loss"),
+                                     note=f"load {load:.2f}"))
+            print(f"  {scheme:16s} round {rnd} median {rates[scheme][-1]:9.0f} tok/s (run {wall:.1f} s) load {load:.2f}",
+                  flush=True)
+    first = med(rates[schemes[0]])
+    print(f"\ntraining tokens/s, {a.rounds} rounds x {a.steps} steps (first {a.warmup} dropped), {a.threads} threads; "
+          f"model {size}, batch {a.batch}")
+    print(f"{'scheme':16s} {'tokens/s':>10s} {schemes[0] + '/this':>16s}")
+    for scheme in schemes:
+        m = med(rates[scheme])
+        print(f"{scheme:16s} {m:10.0f} {first / m:16.2f}")
+        out_rows.append(dict(kind="train_summary", scheme=scheme, side=f"{schemes[0]}/this", tokens_per_s=first / m,
+                             note=f"median {m:.1f}"))
+    if a.eval_run != "trained":
+        return
+    for length in [l for l in a.eval_lengths.split(",") if l]:
+        ev = {s: [] for s in schemes}
+        for rnd in range(a.rounds):
+            for k in range(len(schemes)):
+                scheme = schemes[(k + rnd) % len(schemes)]
+                tmp = tempfile.mkdtemp(dir=tmp_root)
+                e = run_eval(binp, kept[scheme], length, a.threads, env, tmp, a.device)
+                ev[scheme].append(e["tokens"] / e["eval_wall_s"])
+                out_rows.append(dict(kind="eval", scheme=scheme, round=rnd, side="routelab", eval_len=length,
+                                     tokens=e["tokens"], eval_wall_s=e["eval_wall_s"], proc_wall_s=e["proc_wall_s"],
+                                     tokens_per_s=ev[scheme][-1], peak_rss_mib=e["rss_mib"]))
+                shutil.rmtree(tmp, ignore_errors=True)
+        first = med(ev[schemes[0]])
+        print(f"\nevaluation at {length}, {a.rounds} rounds, {a.threads} threads (corpus {corpus})")
+        print(f"{'scheme':16s} {'tokens/s':>10s} {schemes[0] + '/this':>16s}")
+        for scheme in schemes:
+            m = med(ev[scheme])
+            print(f"{scheme:16s} {m:10.0f} {first / m:16.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "routelab"))
@@ -306,6 +372,7 @@ def main():
     ap.add_argument("--size", choices=["cpu", "gpu"], help="model size (default: gpu with --device cuda)")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--python", default=PY, help="the Python with torch for the peer (default: Debian's)")
+    ap.add_argument("--between", help="schemes timed against each other, no peer (see above)")
     a = ap.parse_args()
     globals()["PY"] = a.python
     if a.tf32 and a.device != "cuda":
@@ -349,6 +416,9 @@ def main():
     print(f"routelab env: OMP_NUM_THREADS={a.threads}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')}, "
           f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE')} (as inherited)", flush=True)
     try:
+        if a.between:
+            between(a, binp, corpus, size, ours_env, tmp_root, out_rows)
+            return
         if not a.no_train:
             if a.device == "cpu":
                 penv, pinfo, note = choose_peer_env(a.peer_coretype, a.threads, a.omp_wait_policy)

@@ -272,7 +272,7 @@ void householder_steps_backward(R* dz, R* dbeta_logit, const R* dw, const R* dbe
   });
 }
 
-int householder_chunk(int64_t T) { return T <= 512 ? 16 : 48; }
+int householder_chunk(int64_t T) { return T <= 256 ? 16 : T <= 512 ? 32 : 48; }
 
 template <class R>
 void householder_attention_forward(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,

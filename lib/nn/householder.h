@@ -36,9 +36,10 @@ namespace routelab::nn {
 
 constexpr int kHouseholderTileRows = 16;  // one 512-bit register of floats per coordinate
 // Steps per chunk of the blocked path at length T, tuned with bench_attention
-// --chunks (bench/README.md): 16 up to T = 512, where the in-chunk work (about
-// c hd + c^2 per position) dominates; 48 beyond, where the chunk pairs'
-// products do and 48 rows fill Eigen's AVX-512 float micro-kernel (3 x 16).
+// --chunks (bench/README.md): 16 up to T = 256, where the in-chunk work (about
+// c hd + c^2 per position) dominates, 32 up to 512, 48 beyond, where the
+// chunk pairs' products do and 48 rows fill Eigen's AVX-512 float
+// micro-kernel (3 x 16).
 int householder_chunk(int64_t T);
 
 enum class HouseholderPath { blocked, tiles, rows };

@@ -39,6 +39,9 @@ template <class R>
 using Mat = Eigen::Matrix<R, Eigen::Dynamic, Eigen::Dynamic>;
 template <class R>
 using Vec = Eigen::Matrix<R, Eigen::Dynamic, 1>;
+// Scores and their gradients: a query's row contiguous, for the softmax.
+template <class R>
+using RowMat = Eigen::Matrix<R, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <class R>
 using RowsMap = Eigen::Map<const Eigen::Matrix<R, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 template <class R>
@@ -188,8 +191,8 @@ void carry_from_start_backward(Mat<R>& dY, ChunkGrad<R>& g, const Chunk<R>& ch, 
 // In-chunk raw scores (i, j), j <= i: q_i.k_j - (M1 T M2)_ji with
 // M1 = striu(K W^T) (the chunk's KW), M2 = triu(W Q^T); entries j > i are 0.
 // M1 T is strictly upper: one triangular product of each kind.
-template <class R>
-void chunk_scores(Eigen::Ref<Mat<R>> S, const Chunk<R>& ch, const Mat<R>& Q, const Mat<R>& K, const Mat<R>& M2) {
+template <class R, class Out>
+void chunk_scores(Out&& S, const Chunk<R>& ch, const Mat<R>& Q, const Mat<R>& K, const Mat<R>& M2) {
   Mat<R> M1T = ch.KW.template triangularView<Eigen::StrictlyUpper>() * ch.T;
   S.noalias() = Q * K.transpose();
   S.noalias() -= M2.transpose() * M1T.transpose();
@@ -300,7 +303,7 @@ struct HeadChunks {
 template <class R>
 struct QueryChunk {
   Mat<R> WQ;              // triu(W Q^T) of the chunk's own steps and queries
-  Mat<R> S;               // rows x (a + rows): probabilities after forward
+  RowMat<R> S;            // rows x (a + rows): probabilities after forward
   std::vector<Mat<R>> U;  // U[n]: queries carried to the end of key chunk n
   std::vector<Mat<R>> acc;
   Mat<R> O, X, X2, Z, Z2;
@@ -326,6 +329,7 @@ struct QueryChunk {
       }
     }
     chunk_scores<R>(S.middleCols(a, rows), ch, ch.Q, ch.K, WQ);
+    // Each query's row is contiguous: the softmax runs on Eigen's vector exp.
     S *= h.scale;
     for (int l = 0; l < rows; ++l) {
       auto row = S.row(l).head(a + l + 1);
@@ -370,7 +374,8 @@ void head_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const Hea
   Mat<R> dQ = Mat<R>::Zero(h.T, d), dK = Mat<R>::Zero(h.T, d), dV = Mat<R>::Zero(h.T, d);
   const RowsMap<R> dO_all(d_o, h.T, d);
   QueryChunk<R> qc;
-  Mat<R> dO, dP, dS, dPc, dC, dX, dX2;
+  Mat<R> dO, dPc, dC, dX, dX2;
+  RowMat<R> dP, dS;
   for (int m = 0; m < M; ++m) {
     const Chunk<R>& ch = h.chunks[m];
     const int rows = ch.c;
