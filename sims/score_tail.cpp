@@ -44,6 +44,8 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
+#include <memory>
 #include <optional>
 
 #include <boost/math/distributions/normal.hpp>
@@ -54,6 +56,7 @@
 #include "groups/so2.h"
 #include "groups/so2_phases.h"
 #include "groups/walk.h"
+#include "stats/distributed.h"
 #include "sims/device_walks.h"
 #include "io/table.h"
 #include "stats/intervals.h"
@@ -160,9 +163,15 @@ void near_angles(Stream& s, double gamma, double* theta, int planes) {
 // (Theorem 5), or SO(2) phases within delta = gamma (Theorem 2).
 double near_route_score(Stream& s, int d, bool matched, double gamma) {
   if (matched) {
-    double sum = 0;
-    for (int b = 0; b < d / 2; ++b) sum += std::cos(s.uniform(-gamma, gamma));
-    return sum / (d / 2);
+    // The B phases as B calls of uniform(-gamma, gamma) draw them, their
+    // cosines through libmvec (one scalar cos per block was most of the cost).
+    const int B = d / 2;
+    std::vector<double> phase(B), weight(B, 1.0 / B);
+    s.uniforms(phase.data(), B);
+    for (double& x : phase) x = -gamma + (gamma - -gamma) * x;
+    double sum;
+    cos_weighted_rows(phase.data(), 1, B, weight.data(), &sum);
+    return sum;
   }
   std::vector<double> u(d), theta(d / 2);
   unit_vector(s, u.data(), d);
@@ -261,16 +270,68 @@ std::optional<double> known_tail(const StepLaw& law, long long n, double s, cons
 
 }  // namespace
 
+namespace {
+
+// KS against the Haar score law from binned counts: 2^18 bins on [-1, 1].
+constexpr int kKsBins = 1 << 18;
+
+int ks_bin(double x) { return std::clamp(int((x + 1.0) * 0.5 * kKsBins), 0, kKsBins - 1); }
+
+// Everything score_tail_rows reads of the N walks, accumulated a chunk at a
+// time so memory does not grow with N: integer counts, the same whatever the
+// order of the chunks, and the score means' moments per chunk (merged in
+// chunk order, so the bytes do not depend on the thread count either).
+struct TailCounts {
+  int count = 0, levels = 0;
+  std::vector<long long> hits, max_hits, fails, fails_off;  // [c * levels + k]
+  std::vector<long long> hist;                               // [c * kKsBins + bin], laws other than so2
+  TailCounts(int count_, int levels_, bool histogram)
+      : count(count_), levels(levels_), hits(std::size_t(count_) * levels_, 0), max_hits(hits), fails(hits),
+        fails_off(hits), hist(histogram ? std::size_t(count_) * kKsBins : 0, 0) {}
+  void add(const TailCounts& o) {
+    for (auto [mine, theirs] : {std::pair{&hits, &o.hits}, {&max_hits, &o.max_hits}, {&fails, &o.fails},
+                                {&fails_off, &o.fails_off}, {&hist, &o.hist}})
+      for (std::size_t j = 0; j < mine->size(); ++j) (*mine)[j] += (*theirs)[j];
+  }
+  std::vector<double> packed() const {
+    std::vector<double> out;
+    for (const auto* v : {&hits, &max_hits, &fails, &fails_off, &hist}) out.insert(out.end(), v->begin(), v->end());
+    return out;
+  }
+  void unpack_add(const double* p) {
+    for (auto* v : {&hits, &max_hits, &fails, &fails_off, &hist})
+      for (auto& x : *v) x += (long long)*p++;
+  }
+};
+
+// The KS distance of the binned sample to a continuous cdf lies in
+// [lo, lo + max bin mass of the cdf], lo the largest gap at a bin edge.
+std::pair<double, double> binned_ks(const long long* hist, long long N, const std::function<double(double)>& cdf) {
+  double lo = 0, widest = 0, prev = cdf(-1.0);
+  long long below = 0;
+  for (int k = 1; k <= kKsBins; ++k) {
+    below += hist[k - 1];
+    const double edge = -1.0 + 2.0 * double(k) / kKsBins, F = k == kKsBins ? 1.0 : cdf(edge);
+    lo = std::max(lo, std::abs(double(below) / double(N) - F));
+    widest = std::max(widest, F - prev);
+    prev = F;
+  }
+  return {lo, lo + widest};
+}
+
+}  // namespace
+
 std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long long>& ns_in,
                                     const std::vector<double>& ss, long long routes, const SimContext& ctx,
                                     const ScoreTailTheory& theory, const FarMassTargets& targets) {
   std::vector<long long> ns = ns_in;
   std::sort(ns.begin(), ns.end());
   ns.erase(std::unique(ns.begin(), ns.end()), ns.end());
-  const int d = law.dim(), B = d / 2, count = int(ns.size());
+  const int d = law.dim(), B = d / 2, count = int(ns.size()), levels = int(ss.size());
   const long long N = ctx.samples, nmax = ns.back();
   const auto* so2 = dynamic_cast<const So2Blocks*>(&law);
   const bool matched = so2 != nullptr;
+  const double c_near = matched ? std::cos(targets.gamma) : 1.0 - targets.gamma;
 
   // One walk per sample, read at every listed length.
   std::vector<double> q(d, 0.0);
@@ -278,31 +339,116 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
     for (int b = 0; b < B; ++b) q[2 * b] = 1.0 / std::sqrt(double(B));
   else
     q[0] = 1.0;
-  std::vector<WalkBuffers> buffers(ctx.threads, WalkBuffers(law));
-  std::vector<std::vector<double>> path(ctx.threads, std::vector<double>(nmax));
-  auto walk = [&](long long i, double* out, int t) {
-    Stream s(ctx.seed, sample_stream(ctx.point, i, kWalkStream));
-    if (matched)
-      so2_mean_cos_walk(*so2, s, int(nmax), path[t].data());
-    else
-      walk_scores(law, s, q.data(), q.data(), int(nmax), path[t].data(), buffers[t]);
-    for (int c = 0; c < count; ++c) out[c] = path[t][ns[c] - 1];
-  };
-  // --device cuda: the same walks on the GPU.
-  const std::vector<double> scores =
-      !ctx.gpu ? parallel_fill(N, count, ctx.threads, walk)
+  // Corollary B.5's far routes of group g are walks g M .. g M + M - 1 (the
+  // union bound needs no independence, and these are independent anyway); its
+  // near route comes from its own stream. Chunks hold whole groups.
+  const long long groups = N / routes;
+  const long long chunk = routes * ((kChunk + routes - 1) / routes);
+  const long long chunks = (N + chunk - 1) / chunk;
+  std::vector<double> lambdas(levels);
+  for (int k = 0; k < levels; ++k)
+    lambdas[k] = c_near - ss[k] > 0 ? theory::prop1_required_lambda_gap(double(routes), 1.0, targets.rho_star,
+                                                                        targets.a_star) / (c_near - ss[k])
+                                    : 0.0;
+
+  // --device cuda: the same walks' scores made on the GPU (all N at once),
+  // reduced below as the CPU's.
+  const std::vector<double> device_scores =
+      !ctx.gpu ? std::vector<double>()
       : matched ? gpu_so2_mean_cos_records(law, ctx, ns, kWalkStream)
                 : gpu_walk_score_records(law, ctx, ns, kWalkStream);
 
-  // Corollary B.5: the far routes of group g are walks g M .. g M + M - 1 (the
-  // union bound needs no independence, and these are independent anyway); its
-  // near route comes from its own stream.
-  const long long groups = N / routes;
-  const std::vector<double> near = parallel_fill(groups, 1, ctx.threads, [&](long long g, double* out, int) {
-    Stream s(ctx.seed, sample_stream(ctx.point, g, kCorollaryNearStream));
-    out[0] = near_route_score(s, d, matched, targets.gamma);
-  });
-  const double c_near = matched ? std::cos(targets.gamma) : 1.0 - targets.gamma;
+  struct Scratch {
+    std::vector<double> scores, path;
+    So2WalkScratch so2;
+    std::unique_ptr<WalkBuffers> walk;
+  };
+  const int threads = std::max(1, ctx.threads);
+  std::vector<TailCounts> counts(threads, TailCounts(count, levels, !matched));
+  std::vector<Scratch> scratch(threads);
+  std::vector<Moments> moments(chunks, Moments(count));
+  const int ranks = dist::size(), me = dist::rank();
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    Scratch& sc = scratch[t];
+    TailCounts& acc = counts[t];
+    sc.scores.resize(std::size_t(chunk) * count);
+    sc.path.resize(nmax);
+    if (!matched) sc.walk = std::make_unique<WalkBuffers>(law);
+#pragma omp for schedule(dynamic, 1)
+    for (long long ch = 0; ch < chunks; ++ch) {
+      if (ch % ranks != me) continue;
+      const long long lo = ch * chunk, hi = std::min(N, lo + chunk);
+      double* sc_scores = sc.scores.data();
+      for (long long i = lo; i < hi; ++i) {
+        double* out = sc_scores + std::size_t(i - lo) * count;
+        if (ctx.gpu) {
+          std::copy_n(device_scores.begin() + std::ptrdiff_t(i) * count, count, out);
+        } else {
+          Stream s(ctx.seed, sample_stream(ctx.point, i, kWalkStream));
+          if (matched) {
+            so2_mean_cos_at(*so2, s, ns.data(), count, out, sc.so2);
+          } else {
+            walk_scores(law, s, q.data(), q.data(), int(nmax), sc.path.data(), *sc.walk);
+            for (int c = 0; c < count; ++c) out[c] = sc.path[ns[c] - 1];
+          }
+        }
+        if (matched) moments[ch].add(out);
+        for (int c = 0; c < count; ++c) {
+          if (!matched) ++acc.hist[std::size_t(c) * kKsBins + ks_bin(out[c])];
+          for (int k = 0; k < levels; ++k) acc.hits[c * levels + k] += out[c] >= ss[k];
+        }
+      }
+      for (long long g = lo / routes; g < std::min(groups, hi / routes); ++g) {
+        Stream s(ctx.seed, sample_stream(ctx.point, g, kCorollaryNearStream));
+        const double near = near_route_score(s, d, matched, targets.gamma);
+        const double* first = sc_scores + std::size_t(g * routes - lo) * count;
+        for (int c = 0; c < count; ++c) {
+          double mx = -std::numeric_limits<double>::infinity();
+          for (long long j = 0; j < routes; ++j) mx = std::max(mx, first[j * count + c]);
+          for (int k = 0; k < levels; ++k) {
+            acc.max_hits[c * levels + k] += mx >= ss[k];
+            if (lambdas[k] == 0) continue;
+            FarMassAccumulator fm;
+            fm.add_near(lambdas[k] * near);
+            for (long long j = 0; j < routes; ++j) fm.add_far(lambdas[k] * first[j * count + c]);
+            const bool fail = fm.far_mass() > targets.rho_star || fm.far_norm() > targets.a_star;
+            acc.fails[c * levels + k] += fail;
+            acc.fails_off[c * levels + k] += fail && mx < ss[k];
+          }
+        }
+      }
+    }
+  }
+  TailCounts total(count, levels, !matched);
+  for (const auto& c : counts) total.add(c);
+  if (ranks > 1) {
+    // Every rank's counts as one chunk each, and the chunks' moments, to all.
+    std::vector<double> all;
+    const std::vector<double> mine = total.packed();
+    dist::allgather_chunks(mine, std::vector<long long>(ranks, (long long)mine.size()), all);
+    total = TailCounts(count, levels, !matched);
+    for (int r = 0; r < ranks; ++r) total.unpack_add(all.data() + std::size_t(r) * mine.size());
+    if (matched) {
+      std::vector<double> owned;
+      std::vector<long long> sizes(chunks, 1 + 2LL * count);
+      for (long long ch = me; ch < chunks; ch += ranks) {
+        owned.push_back(double(moments[ch].n));
+        owned.insert(owned.end(), moments[ch].mean.begin(), moments[ch].mean.end());
+        owned.insert(owned.end(), moments[ch].m2.begin(), moments[ch].m2.end());
+      }
+      dist::allgather_chunks(owned, sizes, all);
+      for (long long ch = 0; ch < chunks; ++ch) {
+        const double* p = all.data() + std::size_t(ch) * (1 + 2 * count);
+        moments[ch].n = (long long)p[0];
+        std::copy(p + 1, p + 1 + count, moments[ch].mean.begin());
+        std::copy(p + 1 + count, p + 1 + 2 * count, moments[ch].m2.begin());
+      }
+    }
+  }
+  Moments mean(count);
+  for (const auto& m : moments) mean.merge(m);
 
   boost::math::normal_distribution<double> normal;
   const double ks_alpha = 2.0 * boost::math::cdf(normal, -kZ);
@@ -311,48 +457,45 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
   const std::string union_result = matched ? "Theorem 2(c)" : "Theorem 5(c)";
 
   std::vector<SimRow> rows;
-  std::vector<double> column(N), sorted, group_max(groups);
   for (int c = 0; c < count; ++c) {
     const long long n = ns[c];
     const std::vector<std::pair<std::string, std::string>> cells = {{"n", std::to_string(n)}};
-    for (long long i = 0; i < N; ++i) column[i] = scores[std::size_t(i) * count + c];
-    for (long long g = 0; g < groups; ++g)
-      group_max[g] = *std::max_element(column.begin() + g * routes, column.begin() + (g + 1) * routes);
-    sorted = column;
 
     // Is the one-route bound claimed at this n, and what is E S_n?
     bool claimed = true;
     double mean_score = 0;
     if (matched) {
-      std::sort(sorted.begin(), sorted.end());
-      Moments m(1);
-      for (double x : column) m.add(&x);
       mean_score = theory.so2_mean(so2->half_widths(), so2->omega(), n);
-      SimRow r = exact_row("Theorem 2", "mean_score", m.mean[0], m.stderr_of(0), mean_score, kZ);
+      SimRow r = exact_row("Theorem 2", "mean_score", mean.mean[c], mean.stderr_of(c), mean_score, kZ);
       r.cells = cells;
       rows.push_back(r);
     } else {
-      const double ks = ks_distance(sorted, [d](double v) { return theory::haar_score_cdf(d, v); });  // sorts
+      // Binned: the distance lies in [ks_lo, ks_hi]. The claim needs the walk
+      // indistinguishable from Haar, so it takes the upper end.
+      const auto [ks_lo, ks_hi] = binned_ks(total.hist.data() + std::size_t(c) * kKsBins, N,
+                                            [d](double v) { return theory::haar_score_cdf(d, v); });
       const bool mixes = law.haar_limit() == HaarLimit::yes;
       const bool longest = c == count - 1;
-      claimed = mixes && ks <= critical;
+      claimed = mixes && ks_hi <= critical;
       SimRow r;
       r.result = "Theorem 5(b)";
       r.quantity = "ks_to_haar_score_law";  // the measured eps_hat, a lower bound on the TV distance
       r.cells = cells;
-      r.estimate = ks;
+      r.estimate = ks_hi;
+      r.ci_low = ks_lo;
+      r.ci_high = ks_hi;
       r.theory = critical;
       r.kind = "upper";
       // The premise of the claim at the longest n: the walk has mixed.
-      r.verdict = mixes && longest ? (ks <= critical ? "pass" : "fail") : "none";
+      r.verdict = mixes && longest ? (ks_hi <= critical ? "pass" : "fail") : "none";
       rows.push_back(r);
     }
 
-    for (double s : ss) {
+    for (int k = 0; k < levels; ++k) {
+      const double s = ss[k];
       std::vector<std::pair<std::string, std::string>> at = cells;
       at.push_back({"s", format_number(s)});
-      const long long hits = (long long)(sorted.end() - std::lower_bound(sorted.begin(), sorted.end(), s));
-      const TailCount tail = tail_count(hits, N);
+      const TailCount tail = tail_count(total.hits[c * levels + k], N);
       const double one = matched ? theory.hoeffding(B, s - mean_score) : theory.levy(d, s);
 
       // (b): the one-route bound, or its predicted violation before mixing.
@@ -378,30 +521,19 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
                               verdict, at));
 
       // (c): the union over M routes.
-      const long long max_hits = std::count_if(group_max.begin(), group_max.end(), [s](double x) { return x >= s; });
-      const TailCount max_tail = tail_count(max_hits, groups);
+      const TailCount max_tail = tail_count(total.max_hits[c * levels + k], groups);
       const double bound_m = theory::union_tail_bound(routes, one);
       rows.push_back(tail_row(union_result, "max_of_M_tail", max_tail, bound_m, "upper",
                               claimed ? upper_verdict(max_tail, bound_m) : "none", at));
 
       // Corollary B.5 where the score gap g = c_near - s is positive.
-      const double gap = c_near - s;
-      if (gap <= 0) continue;
-      const double lambda = theory::prop1_required_lambda_gap(double(routes), 1.0, targets.rho_star, targets.a_star) / gap;
-      long long fails = 0, fails_off_event = 0;
-      for (long long g = 0; g < groups; ++g) {
-        FarMassAccumulator acc;
-        acc.add_near(lambda * near[g]);
-        for (long long j = g * routes; j < (g + 1) * routes; ++j) acc.add_far(lambda * column[j]);
-        const bool fail = acc.far_mass() > targets.rho_star || acc.far_norm() > targets.a_star;
-        fails += fail;
-        fails_off_event += fail && group_max[g] < s;
-      }
-      rows.push_back(tail_row("Corollary B.5", "far_mass_over_target", tail_count(fails, groups), bound_m, "upper",
-                              claimed ? upper_verdict(tail_count(fails, groups), bound_m) : "none", at));
+      if (lambdas[k] == 0) continue;
+      const TailCount fails = tail_count(total.fails[c * levels + k], groups);
+      rows.push_back(tail_row("Corollary B.5", "far_mass_over_target", fails, bound_m, "upper",
+                              claimed ? upper_verdict(fails, bound_m) : "none", at));
       // Off the score event Proposition 1 is deterministic: no failure at all.
-      SimRow off = upper_row("Corollary B.5", "far_mass_over_target_off_score_event", double(fails_off_event),
-                             kNoStderr, 0.0, 0.0);
+      SimRow off = upper_row("Corollary B.5", "far_mass_over_target_off_score_event",
+                             double(total.fails_off[c * levels + k]), kNoStderr, 0.0, 0.0);
       off.cells = at;
       rows.push_back(off);
     }

@@ -78,3 +78,20 @@ TEST(So2Phases, WrapsHugeAngles) {
     EXPECT_NEAR(std::sin(r), std::sin(x), 4e-16 * (1 + std::abs(x) * 1e-10)) << x;
   }
 }
+
+TEST(So2Phases, MeanCosAtListedLengthsIsTheFullWalksBitForBit) {
+  // score-tail reads S only at its listed lengths: so2_mean_cos_at must give
+  // so2_mean_cos_walk's S[n - 1] exactly, lengths inside and across the
+  // kernel's 64-step batches, and leave the stream where the walk does.
+  So2Blocks law(64, rope_half_widths(64, 10000.0), 0.1);
+  const std::vector<long long> ns = {1, 10, 63, 64, 65, 200};
+  So2WalkScratch buf;
+  for (int rep = 0; rep < 3; ++rep) {  // the scratch is reused across walks
+    Stream s1(5, 7 + rep), s2(5, 7 + rep);
+    std::vector<double> S(ns.back()), at(ns.size());
+    so2_mean_cos_walk(law, s1, int(ns.back()), S.data());
+    so2_mean_cos_at(law, s2, ns.data(), int(ns.size()), at.data(), buf);
+    for (std::size_t c = 0; c < ns.size(); ++c) EXPECT_EQ(at[c], S[ns[c] - 1]) << "n " << ns[c];
+    EXPECT_EQ(s1.next_u32(), s2.next_u32());
+  }
+}

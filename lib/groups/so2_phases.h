@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cmath>
+#include <vector>
 
 #include "groups/so2.h"
 
@@ -29,6 +30,17 @@ void so2_cos_walk(const So2Blocks& law, Stream& s, int n, const double* weight, 
 // S_n = (1/B) sum_b cos Theta_{n,b} from Theta_0 = 0 (the mean cosine of the
 // phases, E S_n = Re E e^{i Theta}: the W4 benchmark's quantity).
 void so2_mean_cos_walk(const So2Blocks& law, Stream& s, int n, double* S);
+
+// Buffers one thread reuses across walks (so2_mean_cos_at allocates nothing).
+struct So2WalkScratch {
+  std::vector<double> lo, width, u, th, weight, theta;
+};
+
+// S at each of the sorted lengths ns[0 .. count): so2_mean_cos_walk's S[n - 1]
+// for n = ns[c] (the same draws, phases and cosine sums, bit for bit), with
+// cosines taken only at those lengths.
+void so2_mean_cos_at(const So2Blocks& law, Stream& s, const long long* ns, int count, double* out,
+                     So2WalkScratch& buf);
 
 // S[r] = sum_b w[b] cos(theta[r * B + b]) for r < rows, vectorized through
 // libmvec; theta must already be wrapped to about [-pi, pi].
