@@ -276,11 +276,12 @@ int householder_chunk(int64_t T) { return T <= 256 ? 16 : T <= 512 ? 32 : 48; }
 
 template <class R>
 void householder_attention_forward(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
-                                   bool values, AttentionShape s, HouseholderPath path, int chunk) {
+                                   bool values, AttentionShape s, HouseholderPath path, int chunk,
+                                   HouseholderCache<R>* cache) {
   switch (path) {
     case HouseholderPath::blocked:
       return householder_attention_forward_blocked(o, q, k, v, w, beta, values, s,
-                                                   chunk > 0 ? chunk : householder_chunk(s.T));
+                                                   chunk > 0 ? chunk : householder_chunk(s.T), cache);
     case HouseholderPath::tiles:
       return attention_forward_tiled<R, kHouseholderTileRows>(o, q, k, v, w, beta, values, s);
     case HouseholderPath::rows:
@@ -291,11 +292,11 @@ void householder_attention_forward(R* o, const R* q, const R* k, const R* v, con
 template <class R>
 void householder_attention_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q, const R* k,
                                     const R* v, const R* w, const R* beta, bool values, AttentionShape s,
-                                    HouseholderPath path, int chunk) {
+                                    HouseholderPath path, int chunk, HouseholderCache<R>* cache) {
   switch (path) {
     case HouseholderPath::blocked:
       return householder_attention_backward_blocked(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s,
-                                                    chunk > 0 ? chunk : householder_chunk(s.T));
+                                                    chunk > 0 ? chunk : householder_chunk(s.T), cache);
     case HouseholderPath::tiles:
       return attention_backward_tiled<R, kHouseholderTileRows>(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values,
                                                                s);
@@ -342,9 +343,10 @@ void householder_attention_reference(double* o, const double* q, const double* k
   template void householder_steps_forward<R>(R*, R*, const R*, const R*, AttentionShape);                          \
   template void householder_steps_backward<R>(R*, R*, const R*, const R*, const R*, const R*, AttentionShape);     \
   template void householder_attention_forward<R>(R*, const R*, const R*, const R*, const R*, const R*, bool,       \
-                                                 AttentionShape, HouseholderPath, int);                            \
+                                                 AttentionShape, HouseholderPath, int, HouseholderCache<R>*);      \
   template void householder_attention_backward<R>(R*, R*, R*, R*, R*, const R*, const R*, const R*, const R*,      \
-                                                  const R*, const R*, bool, AttentionShape, HouseholderPath, int); \
+                                                  const R*, const R*, bool, AttentionShape, HouseholderPath, int,  \
+                                                  HouseholderCache<R>*);                                           \
   template void householder_row_logits<R>(R*, const R*, const R*, const R*, const R*, int64_t, int64_t,            \
                                           AttentionShape);
 ROUTELAB_HOUSEHOLDER(float)

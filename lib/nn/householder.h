@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "nn/attention.h"
 
@@ -55,25 +56,35 @@ void householder_steps_backward(R* dz, R* dbeta_logit, const R* dw, const R* dbe
                                 AttentionShape s);
 
 // o = softmax(s, causal) times the values, transported when `values`.
+// The blocked forward's chunk products, kept for the backward of the same
+// inputs (training: one per layer), so backward does not build them again;
+// about ten times q's memory. Backward given a cache that holds other inputs
+// builds them itself. Opaque.
+template <class R>
+struct HouseholderCache;
+template <class R>
+std::shared_ptr<HouseholderCache<R>> make_householder_cache();
+
 // `chunk` (blocked only): steps per chunk; 0 is householder_chunk(T).
 template <class R>
 void householder_attention_forward(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
                                    bool values, AttentionShape s, HouseholderPath path = HouseholderPath::blocked,
-                                   int chunk = 0);
+                                   int chunk = 0, HouseholderCache<R>* cache = nullptr);
 // Adds d loss / d q, k, v, w, beta.
 template <class R>
 void householder_attention_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q, const R* k,
                                     const R* v, const R* w, const R* beta, bool values, AttentionShape s,
-                                    HouseholderPath path = HouseholderPath::blocked, int chunk = 0);
+                                    HouseholderPath path = HouseholderPath::blocked, int chunk = 0,
+                                    HouseholderCache<R>* cache = nullptr);
 
 // The blocked path itself (householder_blocked.cpp).
 template <class R>
 void householder_attention_forward_blocked(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
-                                           bool values, AttentionShape s, int chunk);
+                                           bool values, AttentionShape s, int chunk, HouseholderCache<R>* cache);
 template <class R>
 void householder_attention_backward_blocked(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q,
                                             const R* k, const R* v, const R* w, const R* beta, bool values,
-                                            AttentionShape s, int chunk);
+                                            AttentionShape s, int chunk, HouseholderCache<R>* cache);
 
 // One query row's raw logits s_i0 .. s_ii (i + 1 values) for head bh = b H + h,
 // before any softmax: what an attention probe reads.

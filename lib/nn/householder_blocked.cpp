@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include <Eigen/Core>
@@ -279,13 +280,14 @@ template <class R>
 struct HeadChunks {
   int d = 0, c = 0;
   int64_t T = 0;
-  R scale;
+  R scale = 0;
   Mat<R> V;
   std::vector<Chunk<R>> chunks;
 
-  HeadChunks(const R* q, const R* k, const R* v, const R* w, const R* beta, int64_t bh, AttentionShape s, int chunk,
-             bool values)
-      : d(s.hd), c(chunk), T(s.T), scale(R(1) / std::sqrt(R(s.hd))) {
+  // In place, so a thread's (or a cache's) buffers are reused.
+  void build(const R* q, const R* k, const R* v, const R* w, const R* beta, int64_t bh, AttentionShape s, int chunk,
+             bool values) {
+    d = s.hd, c = chunk, T = s.T, scale = R(1) / std::sqrt(R(s.hd));
     const int64_t at = bh * s.T * s.hd;
     if (!values) V = RowsMap<R>(v + at, T, d);
     chunks.resize((T + c - 1) / c);
@@ -356,8 +358,7 @@ struct QueryChunk {
 };
 
 template <class R>
-void head_forward(R* o, const HeadChunks<R>& h, bool values) {
-  QueryChunk<R> qc;
+void head_forward(R* o, const HeadChunks<R>& h, bool values, QueryChunk<R>& qc) {
   for (int m = 0; m < int(h.chunks.size()); ++m) {
     qc.forward(h, m, values, false);
     RowsOut<R>(o + h.chunks[m].a * h.d, h.chunks[m].c, h.d) = qc.O;
@@ -366,14 +367,14 @@ void head_forward(R* o, const HeadChunks<R>& h, bool values) {
 
 // Adds one head's d loss / d q, k, v, w, beta; dO is its (T, hd) block.
 template <class R>
-void head_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const HeadChunks<R>& h, bool values) {
+void head_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const HeadChunks<R>& h, bool values,
+                   QueryChunk<R>& qc) {
   const int d = h.d;
   const int M = int(h.chunks.size());
   std::vector<ChunkGrad<R>> g(M);
   for (int n = 0; n < M; ++n) g[n].zero(h.chunks[n].c, d, values);
   Mat<R> dQ = Mat<R>::Zero(h.T, d), dK = Mat<R>::Zero(h.T, d), dV = Mat<R>::Zero(h.T, d);
   const RowsMap<R> dO_all(d_o, h.T, d);
-  QueryChunk<R> qc;
   Mat<R> dO, dPc, dC, dX, dX2;
   RowMat<R> dP, dS;
   for (int m = 0; m < M; ++m) {
@@ -452,32 +453,74 @@ void head_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const Hea
 }  // namespace
 
 template <class R>
+struct HouseholderCache {
+  // The inputs the heads were built from; backward rebuilds on any change.
+  const R *q = nullptr, *k = nullptr, *v = nullptr, *w = nullptr, *beta = nullptr;
+  int64_t B = 0, T = 0, H = 0, hd = 0;
+  bool values = false;
+  int chunk = 0;
+  std::vector<HeadChunks<R>> heads;
+
+  bool holds(const R* q_, const R* k_, const R* v_, const R* w_, const R* beta_, AttentionShape s, bool values_,
+             int chunk_) const {
+    return q == q_ && k == k_ && v == v_ && w == w_ && beta == beta_ && B == s.B && T == s.T && H == s.H &&
+           hd == s.hd && values == values_ && chunk == chunk_ && !heads.empty();
+  }
+};
+
+template <class R>
+std::shared_ptr<HouseholderCache<R>> make_householder_cache() {
+  return std::make_shared<HouseholderCache<R>>();
+}
+
+template <class R>
 void householder_attention_forward_blocked(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
-                                           bool values, AttentionShape s, int chunk) {
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
-    const HeadChunks<R> h(q, k, v, w, beta, bh, s, chunk, values);
-    head_forward(o + bh * s.T * s.hd, h, values);
+                                           bool values, AttentionShape s, int chunk, HouseholderCache<R>* cache) {
+  const int64_t BH = int64_t(s.B) * s.H;
+  if (cache) {  // the heads' buffers stay allocated from step to step
+    cache->q = q, cache->k = k, cache->v = v, cache->w = w, cache->beta = beta;
+    cache->B = s.B, cache->T = s.T, cache->H = s.H, cache->hd = s.hd, cache->values = values, cache->chunk = chunk;
+    cache->heads.resize(BH);
+  }
+#pragma omp parallel
+  {
+    HeadChunks<R> own;
+    QueryChunk<R> qc;
+#pragma omp for schedule(dynamic)
+    for (int64_t bh = 0; bh < BH; ++bh) {
+      HeadChunks<R>& h = cache ? cache->heads[bh] : own;
+      h.build(q, k, v, w, beta, bh, s, chunk, values);
+      head_forward(o + bh * s.T * s.hd, h, values, qc);
+    }
   }
 }
 
 template <class R>
 void householder_attention_backward_blocked(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q,
                                             const R* k, const R* v, const R* w, const R* beta, bool values,
-                                            AttentionShape s, int chunk) {
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
-    const int64_t at = bh * s.T * s.hd;
-    const HeadChunks<R> h(q, k, v, w, beta, bh, s, chunk, values);
-    head_backward(dq + at, dk + at, dv + at, dw + at, dbeta + bh * s.T, d_o + at, h, values);
+                                            AttentionShape s, int chunk, HouseholderCache<R>* cache) {
+  const bool cached = cache && cache->holds(q, k, v, w, beta, s, values, chunk);
+#pragma omp parallel
+  {
+    HeadChunks<R> own;
+    QueryChunk<R> qc;
+#pragma omp for schedule(dynamic)
+    for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
+      const int64_t at = bh * s.T * s.hd;
+      if (!cached) own.build(q, k, v, w, beta, bh, s, chunk, values);
+      const HeadChunks<R>& h = cached ? cache->heads[bh] : own;
+      head_backward(dq + at, dk + at, dv + at, dw + at, dbeta + bh * s.T, d_o + at, h, values, qc);
+    }
   }
 }
 
 #define ROUTELAB_HOUSEHOLDER_BLOCKED(R)                                                                          \
+  template std::shared_ptr<HouseholderCache<R>> make_householder_cache<R>();                                     \
   template void householder_attention_forward_blocked<R>(R*, const R*, const R*, const R*, const R*, const R*,   \
-                                                         bool, AttentionShape, int);                             \
+                                                         bool, AttentionShape, int, HouseholderCache<R>*);       \
   template void householder_attention_backward_blocked<R>(R*, R*, R*, R*, R*, const R*, const R*, const R*,      \
-                                                          const R*, const R*, const R*, bool, AttentionShape, int);
+                                                          const R*, const R*, const R*, bool, AttentionShape, int, \
+                                                          HouseholderCache<R>*);
 ROUTELAB_HOUSEHOLDER_BLOCKED(float)
 ROUTELAB_HOUSEHOLDER_BLOCKED(double)
 #undef ROUTELAB_HOUSEHOLDER_BLOCKED

@@ -165,6 +165,8 @@ Model<R>::Model(const ModelConfig& config, uint64_t seed) : config_(config), see
   grads.assign(params.size(), R(0));
   angles_ = make_angle_source<R>(config, seed);
   if (scheme_.alibi) slopes_ = alibi_slopes(config.heads);
+  if (scheme_.householder)
+    for (int l = 0; l < config.layers; ++l) hh_cache_.push_back(make_householder_cache<R>());
   acts_ = std::make_unique<Arena>();
   grad_acts_ = std::make_unique<Arena>();
   // The layers split work into fixed chunks themselves; Eigen must not
@@ -258,7 +260,8 @@ double Model<R>::forward(const int* tokens, const int* targets, int B, int T, ui
       observer_(l, L.q, L.k, score_bias(L.cum), scheme_.householder ? L.hw : nullptr,
                 scheme_.householder ? L.hbeta : nullptr, shape);
     if (scheme_.householder)
-      householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, scheme_.values, shape);
+      householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, scheme_.values, shape,
+                                    HouseholderPath::blocked, 0, train ? hh_cache_[l].get() : nullptr);
     else
       attention_forward(L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
     merge_heads_forward(L.atty, L.o, scheme_.values ? cs : nullptr, shape);
@@ -330,7 +333,7 @@ void Model<R>::backward() {
     merge_heads_backward(D.o, dtheta, D.atty, L.atty, scheme_.values ? cs : nullptr, shape);
     if (scheme_.householder) {
       householder_attention_backward(D.q, D.k, D.v, D.hw, D.hbeta, D.o, L.q, L.k, L.v, L.hw, L.hbeta,
-                                     scheme_.values, shape);
+                                     scheme_.values, shape, HouseholderPath::blocked, 0, hh_cache_[l].get());
       householder_steps_backward(D.hz, path_beta ? D.hr : nullptr, D.hw, D.hbeta, L.hz, L.hbeta, shape);
       matmul_backward(D.ln1, G + lp.hhw, G + lp.hhb, D.hz, L.ln1, P + lp.hhw, N, int(C), int(C));
       if (path_beta) matmul_backward(D.ln1, G + lp.hhu, G + lp.hhc, D.hr, L.ln1, P + lp.hhu, N, int(C), m.heads);

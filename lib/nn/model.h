@@ -13,6 +13,7 @@
 
 #include "nn/attention.h"
 #include "nn/config.h"
+#include "nn/householder.h"
 #include "nn/scheme.h"
 
 namespace routelab::nn {
@@ -118,6 +119,9 @@ class Model {
   int B_ = 0, T_ = 0;
   AttentionObserver observer_;
   AngleObserver angle_observer_;
+  // Householder schemes: each layer's blocked chunk products from the last
+  // training forward, for its backward (nn/householder.h).
+  std::vector<std::shared_ptr<HouseholderCache<R>>> hh_cache_;
 };
 
 }  // namespace routelab::nn
