@@ -38,7 +38,7 @@ AdaptiveSelectionTheory::AdaptiveSelectionTheory()
 
 AdaptiveSelectionConfig adaptive_selection_config(const Params& p) {
   AdaptiveSelectionConfig c;
-  c.M = require_int_in(p, "M", 1, 100000000, "an integer M in [1, 1e8], the number of far routes");
+  c.M = require_int(p, "M", 1, 100000000, "an integer M in [1, 1e8], the number of far routes");
   c.eps = require_double(p, "eps", 0.0, M_PI, true, "a selection half-width eps in (0, pi]");
   c.eta = require_double(p, "eta", 0.0, 1.0, true, "a failure probability in (0, 1)");
   if (c.eta >= 1.0) throw BadInput("eta", "a failure probability in (0, 1)");

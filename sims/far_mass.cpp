@@ -327,10 +327,10 @@ namespace {
 
 FarMassPoint parse_far_mass_point(const Params& p) {
   FarMassPoint pt;
-  pt.K = int(require_int_in(p, "K", 1, 1000000, "an integer in [1, 1000000] (the near-set size)"));
+  pt.K = int(require_int(p, "K", 1, 1000000, "an integer in [1, 1000000] (the near-set size)"));
   pt.lambda = require_double(p, "lambda", 0.0, 100.0, true, "a number in (0, 100] (logits lie in [-lambda, lambda])");
   pt.gap = require_double(p, "gap", 0.0, 2.0, true, "a number in (0, 2] (scores lie in [-1, 1], so c_near - c_far <= 2)");
-  pt.routes = int(require_int_in(p, "routes", 2, 100000, "an integer in [2, 100000]"));
+  pt.routes = int(require_int(p, "routes", 2, 100000, "an integer in [2, 100000]"));
   pt.ML.clear();
   for (double x : param_double_list(p, "ML")) {
     if (!(x == std::floor(x) && x >= 1 && x <= 1e9))

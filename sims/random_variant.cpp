@@ -212,7 +212,7 @@ std::vector<int> parse_blocks(const Params& p, int B) {
 
 std::vector<SimRow> run_random_variant(const Params& p, const SimContext& ctx) {
   RandomVariantSetup setup;
-  const long long d = require_int(p, "d", 2, "an even integer d >= 2 (B = d/2 blocks)");
+  const long long d = require_int(p, "d", 2, kMaxDimension, "an even integer d in [2, 4096] (B = d/2 blocks)");
   if (d % 2 || d > 4096) throw BadInput("d", fmt::format("{} is not accepted; an even integer in [2, 4096]", d));
   setup.d = int(d);
   setup.base = require_double(p, "base", 1.0, 1e12, true, "a base > 1, e.g. 10000");

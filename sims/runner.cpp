@@ -1,5 +1,7 @@
 #include "sims/runner.h"
 
+#include "io/parse.h"
+
 #include "cuda/device.h"
 #include "stats/distributed.h"
 #include "stats/intervals.h"
@@ -113,13 +115,21 @@ RunRequest parse_sim_args(const std::string& sim_name, const std::vector<std::st
     if (req.given.count(name)) throw BadInput(name, "given twice; give it once (a comma list sweeps it)");
     req.given[name] = value;
   }
-  auto integer = [&](const std::string& flag, long long lo, const std::string& accepts) -> long long {
+  auto integer = [&](const std::string& flag, long long lo, long long hi, const std::string& accepts) -> long long {
     Params p{{flag, req.given.at(flag)}};
-    return require_int(p, flag, lo, accepts);
+    return require_int(p, flag, lo, hi, accepts);
   };
-  if (req.given.count("samples")) req.samples = integer("samples", 2, "an integer >= 2");
-  if (req.given.count("seed")) req.seed = uint64_t(integer("seed", 0, "an integer >= 0"));
-  req.threads = req.given.count("threads") ? int(integer("threads", 1, "an integer >= 1")) : omp_get_max_threads();
+  // Sample i of a point reads stream (point << 40 | i): 2^40 samples at most.
+  if (req.given.count("samples"))
+    req.samples = integer("samples", 2, 1LL << 40, "an integer in [2, 2^40 = 1099511627776]");
+  if (req.given.count("seed")) {
+    const auto seed = parse_unsigned(req.given.at("seed"));
+    if (!seed)
+      throw BadInput("seed", fmt::format("'{}' is not accepted; an integer in [0, 2^64 - 1]", req.given.at("seed")));
+    req.seed = *seed;
+  }
+  req.threads = req.given.count("threads") ? int(integer("threads", 1, kMaxThreads, "an integer in [1, 1024]"))
+                                           : omp_get_max_threads();
   if (req.given.count("out")) {
     req.out = req.given.at("out");
     if (req.out.empty()) throw BadInput("out", "a file path");
@@ -127,16 +137,13 @@ RunRequest parse_sim_args(const std::string& sim_name, const std::vector<std::st
   if (req.given.count("shard")) {
     const std::string& t = req.given.at("shard");
     const auto slash = t.find('/');
-    char* end = nullptr;
-    long k = -1, n = 0;
+    long long k = -1, n = 0;
     if (slash != std::string::npos) {
-      k = std::strtol(t.c_str(), &end, 10);
-      if (end != t.c_str() + slash) k = -1;
-      n = std::strtol(t.c_str() + slash + 1, &end, 10);
-      if (*end != '\0') n = 0;
+      k = parse_integer(std::string_view(t).substr(0, slash)).value_or(-1);
+      n = parse_integer(std::string_view(t).substr(slash + 1)).value_or(0);
     }
-    if (n < 1 || k < 0 || k >= n)
-      throw BadInput("shard", fmt::format("'{}' is not accepted; K/N with 0 <= K < N, e.g. 0/4", t));
+    if (n < 1 || n > 1000000 || k < 0 || k >= n)
+      throw BadInput("shard", fmt::format("'{}' is not accepted; K/N with 0 <= K < N <= 1000000, e.g. 0/4", t));
     req.shard = int(k);
     req.shards = int(n);
   }

@@ -550,7 +550,7 @@ std::vector<SimRow> run_score_tail(const Params& p, const SimContext& ctx) {
   const std::vector<double> ss = param_double_list(p, "s");
   for (double s : ss)
     if (!(s >= -1 && s <= 1)) throw BadInput("s", fmt::format("{} is not accepted; a comma list in [-1, 1]", s));
-  const long long routes = require_int(p, "M", 1, "an integer M >= 1 (far routes in the union bound)");
+  const long long routes = require_int(p, "M", 1, 1LL << 40, "an integer M >= 1 (far routes in the union bound), at most --samples");
   if (routes > ctx.samples)
     throw BadInput("M", fmt::format("{} is not accepted; at most --samples ({}) far routes", routes, ctx.samples));
   return score_tail_rows(*law, ns, ss, routes, ctx);

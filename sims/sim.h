@@ -40,6 +40,9 @@ struct SimRow {
   std::string verdict;  // pass, fail, none
 };
 
+// The most OpenMP threads any command accepts.
+constexpr int kMaxThreads = 1024;
+
 struct SimContext {
   uint64_t seed = 1;
   int threads = 1;

@@ -109,8 +109,8 @@ namespace {
 
 SoftmaxScalePoint parse_softmax_scale_point(const Params& p) {
   SoftmaxScalePoint pt;
-  pt.K = int(require_int_in(p, "K", 1, 100000, "an integer in [1, 100000] (the near-set size)"));
-  pt.M_max = require_int_in(p, "Mmax", 1, 1000000, "an integer in [1, 1000000] (the largest far-set size)");
+  pt.K = int(require_int(p, "K", 1, 100000, "an integer in [1, 100000] (the near-set size)"));
+  pt.M_max = require_int(p, "Mmax", 1, 1000000, "an integer in [1, 1000000] (the largest far-set size)");
   pt.gap = require_double(p, "gap", 0.0, 2.0, true, "a number in (0, 2] (scores lie in [-1, 1])");
   pt.a_star = require_double(p, "a-star", 0.0, 1.0, true, "a number in (0, 1] (the target far-weight norm)");
   pt.rho_star = require_double(p, "rho-star", 0.0, pt.gap / 2, true,

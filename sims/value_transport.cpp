@@ -48,12 +48,12 @@ ValueTransportConfig value_transport_config(const Params& p) {
   else throw BadInput("part", "'" + part + "' is not accepted; one of coherence, covariance, bound");
 
   ValueModel& m = c.model;
-  m.blocks = int(require_int_in(p, "blocks", 1, 4096, "an integer B in [1, 4096] (d = 2B)"));
+  m.blocks = int(require_int(p, "blocks", 1, 4096, "an integer B in [1, 4096] (d = 2B)"));
   const double base = require_double(p, "rope-base", 1.0, 1e12, true, "a base > 1, e.g. 10000");
   m.omega = rope_half_widths(2 * m.blocks, base);  // omega_b = base^{-2b/d}, RoPE's frequencies
   m.a = require_double(p, "a", 0.0, 1e6, true, "a half-width a > 0 of the value-phase increments U[-a, a]");
-  m.w = require_int(p, "w", 1, "an integer w >= 1, the first far offset");
-  m.L = require_int(p, "L", 1, "an integer L >= w, the last far offset");
+  m.w = require_int(p, "w", 1, 1LL << 40, "an integer w in [1, 2^40], the first far offset");
+  m.L = require_int(p, "L", 1, 1LL << 40, "an integer L in [w, 2^40], the last far offset");
   if (m.L < m.w || m.L > 100000000)
     throw BadInput("L", fmt::format("{} is not accepted; an integer in [w, 1e8] (w = {})", m.L, m.w));
   m.weights = parse_far_weights(p.at("weights"));

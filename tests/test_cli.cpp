@@ -94,6 +94,29 @@ TEST(Cli, BadInputIsOneLineExitTwoNoFile) {
   expect_bad_input("sim spectral-gap --family givens --d 4,3,1", "--d");  // a later point is bad: nothing written
 }
 
+// Numbers that overflow, saturate or carry spaces are refused, not read as
+// something else (issue 16: d = 2^32 + 2 used to run d = 2 and pass).
+TEST(Cli, NumbersOutOfRangeOrMalformedAreRefused) {
+  for (const char* family : {"givens", "householder", "so2"})
+    expect_bad_input(std::string("sim spectral-gap --family ") + family + " --d 4294967298", "--d");
+  expect_bad_input("sim spectral-gap --family householder --d ' 3'", "--d");
+  expect_bad_input("sim spectral-gap --family householder --d '3 '", "--d");
+  expect_bad_input("sim spectral-gap --family householder --d 5000", "[2, 4096]");
+  expect_bad_input("sim spectral-gap --seed 18446744073709551616", "--seed");
+  expect_bad_input("sim spectral-gap --seed -1", "--seed");
+  expect_bad_input("sim spectral-gap --samples 99999999999999999999", "--samples");
+  expect_bad_input("sim spectral-gap --samples 2199023255552", "2^40");
+  expect_bad_input("sim spectral-gap --threads 100000", "[1, 1024]");
+  expect_bad_input("sim spectral-gap --family so2 --a 1e999", "--a");
+  expect_bad_input("sim spectral-gap --family so2 --a nan", "--a");
+  expect_bad_input("sim moment-decay --family so2 --eps 0.1,", "--eps");
+  expect_bad_input("sim moment-decay --family so2 --eps 0.1,,0.2", "--eps");
+  expect_bad_input("sim spectral-gap --shard 1/0", "--shard");
+  expect_bad_input("sim spectral-gap --shard ' 0/2'", "--shard");
+  // The largest seed is a seed.
+  EXPECT_EQ(run("sim spectral-gap --family so2 --d 2 --samples 100 --seed 18446744073709551615").status, 0);
+}
+
 TEST(Cli, FamiliesListsEveryFamily) {
   const auto r = run("families");
   ASSERT_EQ(r.status, 0);

@@ -21,7 +21,7 @@ std::optional<Mat> Axis3::mean() const {
 }
 
 std::unique_ptr<StepLaw> make_axis3(const Params& p) {
-  const long long d = require_int(p, "d", 3, "a multiple of 3, d >= 3");
+  const long long d = require_int(p, "d", 3, kMaxDimension, "a multiple of 3 in [3, 4096]");
   if (d % 3 != 0) throw BadInput("d", std::to_string(d) + " is not a multiple of 3; axis3 accepts d = 3B, B >= 1");
   const double theta = require_double(p, "theta", 0.0, M_PI, true, "an angle in (0, pi)");
   if (theta == M_PI) throw BadInput("theta", "pi is not accepted; axis3 accepts an angle in (0, pi)");

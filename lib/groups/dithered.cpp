@@ -61,7 +61,7 @@ std::string Dithered::closed_form_text() const {
 }
 
 std::unique_ptr<StepLaw> make_dithered(const Params& p) {
-  const int d = int(require_int(p, "d", 2, "an integer d >= 2"));
+  const int d = int(require_int(p, "d", 2, kMaxDimension, "an integer d in [2, 4096]"));
   NormalSampler normals = parse_normals(p, d);
   HeatSampler heat = parse_heat(p, d);
   const std::string& sign = p.at("sign");

@@ -6,6 +6,8 @@
 
 #include <fmt/core.h>
 
+#include "io/parse.h"
+
 namespace routelab {
 
 namespace {
@@ -17,11 +19,9 @@ const std::string& value_of(const Params& p, const std::string& flag) {
 }
 
 double parse_double(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(v))
-    throw BadInput(flag, fmt::format("'{}' is not a finite number", text));
-  return v;
+  const auto v = parse_finite(text);
+  if (!v) throw BadInput(flag, fmt::format("'{}' is not a finite number", text));
+  return *v;
 }
 
 }  // namespace
@@ -32,37 +32,25 @@ double param_double(const Params& p, const std::string& flag) { return parse_dou
 
 long long param_int(const Params& p, const std::string& flag) {
   const std::string& text = value_of(p, flag);
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0') throw BadInput(flag, fmt::format("'{}' is not an integer", text));
-  return v;
+  const auto v = parse_integer(text);
+  if (!v) throw BadInput(flag, fmt::format("'{}' is not an integer (or does not fit 64 bits)", text));
+  return *v;
 }
 
 std::vector<double> param_double_list(const Params& p, const std::string& flag) {
+  const auto items = split_list(value_of(p, flag));
+  if (!items) throw BadInput(flag, fmt::format("'{}' is not accepted; a comma list of numbers with no empty item",
+                                               value_of(p, flag)));
   std::vector<double> out;
-  std::stringstream ss(value_of(p, flag));
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(parse_double(flag, item));
-  if (out.empty()) throw BadInput(flag, "a comma-separated list of numbers");
+  for (const auto& item : *items) out.push_back(parse_double(flag, item));
   return out;
 }
 
-long long require_int(const Params& p, const std::string& flag, long long lo, const std::string& accepts) {
-  long long v;
-  try {
-    v = param_int(p, flag);
-  } catch (const BadInput&) {
-    throw BadInput(flag, fmt::format("'{}' is not accepted; {}", value_of(p, flag), accepts));
-  }
-  if (v < lo) throw BadInput(flag, fmt::format("{} is not accepted; {}", v, accepts));
-  return v;
-}
-
-long long require_int_in(const Params& p, const std::string& flag, long long lo, long long hi,
-                         const std::string& accepts) {
-  const long long v = require_int(p, flag, lo, accepts);
-  if (v > hi) throw BadInput(flag, fmt::format("{} is not accepted; {}", v, accepts));
-  return v;
+long long require_int(const Params& p, const std::string& flag, long long lo, long long hi,
+                      const std::string& accepts) {
+  const auto v = parse_integer(value_of(p, flag));
+  if (!v || *v < lo || *v > hi) throw BadInput(flag, fmt::format("'{}' is not accepted; {}", value_of(p, flag), accepts));
+  return *v;
 }
 
 double require_double(const Params& p, const std::string& flag, double lo, double hi, bool open_lo,

@@ -30,11 +30,14 @@ long long param_int(const Params& p, const std::string& flag);
 std::vector<double> param_double_list(const Params& p, const std::string& flag);
 bool has_param(const Params& p, const std::string& flag);
 
-// Checks used by every factory; each throws BadInput naming the flag.
-long long require_int(const Params& p, const std::string& flag, long long lo, const std::string& accepts);
-// An integer in [lo, hi].
-long long require_int_in(const Params& p, const std::string& flag, long long lo, long long hi,
-                         const std::string& accepts);
+// Checks used by every factory; each throws BadInput naming the flag and
+// `accepts`, which should state the range. An integer in [lo, hi] (text that
+// is not one, or does not fit 64 bits, is refused the same way).
+long long require_int(const Params& p, const std::string& flag, long long lo, long long hi,
+                      const std::string& accepts);
+// The largest dimension a step law accepts: a d x d matrix of doubles is
+// 128 MiB there.
+constexpr long long kMaxDimension = 4096;
 double require_double(const Params& p, const std::string& flag, double lo, double hi, bool open_lo,
                       const std::string& accepts);
 

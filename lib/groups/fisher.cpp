@@ -43,7 +43,7 @@ std::string Fisher::closed_form_text() const {
 }
 
 std::unique_ptr<StepLaw> make_fisher(const Params& p) {
-  const int d = int(require_int(p, "d", 2, "an integer d >= 2"));
+  const int d = int(require_int(p, "d", 2, kMaxDimension, "an integer d in [2, 4096]"));
   if (d == 2) {
     const double kappa = require_double(p, "kappa", 0.0, 1e5, false, "a concentration 0 <= kappa <= 1e5 on SO(2)");
     return std::make_unique<Fisher>(d, kappa);

@@ -21,7 +21,7 @@ std::optional<Mat> Givens::mean() const {
 }
 
 std::unique_ptr<StepLaw> make_givens(const Params& p) {
-  const int d = int(require_int(p, "d", 2, "an integer d >= 2"));
+  const int d = int(require_int(p, "d", 2, kMaxDimension, "an integer d in [2, 4096]"));
   const double a = require_double(p, "a", 0.0, 1e6, true, "a half-width a > 0");
   return std::make_unique<Givens>(d, a);
 }

@@ -55,7 +55,7 @@ std::optional<Mat> Haar::second_moment() const {
 }
 
 std::unique_ptr<StepLaw> make_haar(const Params& p) {
-  const int d = int(require_int(p, "d", 2, "an integer d >= 2"));
+  const int d = int(require_int(p, "d", 2, kMaxDimension, "an integer d in [2, 4096]"));
   const std::string& g = p.at("group");
   if (g != "o" && g != "so") throw BadInput("group", fmt::format("unknown group '{}'; accepts o, so", g));
   return std::make_unique<Haar>(d, g == "so");

@@ -126,7 +126,7 @@ std::string Heat::closed_form_text() const {
 }
 
 std::unique_ptr<StepLaw> make_heat(const Params& p) {
-  const int d = int(require_int(p, "d", 2, "an integer d >= 2"));
+  const int d = int(require_int(p, "d", 2, kMaxDimension, "an integer d in [2, 4096]"));
   return std::make_unique<Heat>(parse_heat(p, d));
 }
 

@@ -90,7 +90,7 @@ std::string Householder::closed_form_text() const {
 }
 
 std::unique_ptr<StepLaw> make_householder(const Params& p) {
-  const int d = int(require_int(p, "d", 2, "an integer d >= 2"));
+  const int d = int(require_int(p, "d", 2, kMaxDimension, "an integer d in [2, 4096]"));
   return std::make_unique<Householder>(d, parse_normals(p, d));
 }
 

@@ -37,7 +37,7 @@ std::string LieBall::closed_form_text() const {
 }
 
 std::unique_ptr<StepLaw> make_lieball(const Params& p) {
-  const int d = int(require_int(p, "d", 2, "an integer d >= 2"));
+  const int d = int(require_int(p, "d", 2, kMaxDimension, "an integer d in [2, 4096]"));
   const double r = require_double(p, "r", 0.0, M_PI, true, "a radius 0 < r <= pi (exp is a diffeomorphism there)");
   const std::string& name = p.at("density");
   if (name == "uniform") return std::make_unique<LieBall>(d, r, BallDensity::uniform);

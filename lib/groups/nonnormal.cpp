@@ -10,7 +10,7 @@ std::optional<Mat> NonNormal::mean() const {
 }
 
 std::unique_ptr<StepLaw> make_nonnormal(const Params& p) {
-  if (require_int(p, "d", 3, "d = 3 (the example is three-dimensional)") != 3)
+  if (require_int(p, "d", 3, 3, "d = 3 (the example is three-dimensional)") != 3)
     throw BadInput("d", "nonnormal accepts only d = 3");
   return std::make_unique<NonNormal>();
 }

@@ -49,7 +49,7 @@ std::optional<Mat> SkewExp::mean() const {
 std::optional<double> SkewExp::gap() const { return theory::skewexp_gap(a_, lambdas_); }
 
 std::unique_ptr<StepLaw> make_skewexp(const Params& p) {
-  const long long d = require_int(p, "d", 2, "an even integer d = 2 x (number of --lambdas)");
+  const long long d = require_int(p, "d", 2, kMaxDimension, "an even integer d in [2, 4096], d = 2 x (number of --lambdas)");
   const double a = require_double(p, "a", 0.0, 1e6, true, "a half-width a > 0");
   std::vector<double> lambdas = param_double_list(p, "lambdas");
   for (double l : lambdas)

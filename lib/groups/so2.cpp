@@ -43,7 +43,7 @@ std::optional<Mat> So2Blocks::mean() const {
 }
 
 std::unique_ptr<StepLaw> make_so2(const Params& p) {
-  const long long d = require_int(p, "d", 2, "an even integer d >= 2 (B = d/2 blocks)");
+  const long long d = require_int(p, "d", 2, kMaxDimension, "an even integer d in [2, 4096] (B = d/2 blocks)");
   if (d % 2 != 0) throw BadInput("d", std::to_string(d) + " is odd; so2 accepts an even integer d >= 2 (B = d/2 blocks)");
   const double omega = require_double(p, "omega", -1e6, 1e6, false, "a finite angle");
   if (has_param(p, "rope-base") && !p.at("rope-base").empty()) {
