@@ -22,6 +22,7 @@
 #include "nn/passkey.h"
 #include "nn/probe.h"
 #include "nn/train.h"
+#include "sims/sim.h"
 #include "stats/distributed.h"
 
 #ifdef ROUTELAB_WITH_CUDA
@@ -36,6 +37,12 @@ namespace fs = std::filesystem;
 
 void set_threads(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
+}
+
+// --threads N: 1 to kMaxThreads (more cannot be made on any machine this
+// runs on, and OpenMP's failure to make them is no message).
+void add_threads_option(CLI::App& app, int& threads) {
+  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::Range(1, kMaxThreads));
 }
 
 // --tf32 beside --device.
@@ -73,7 +80,7 @@ int cmd_train(const std::vector<std::string>& args) {
   app.add_option("--config", config, "TOML file: [model], [train], [data] (see experiments/)")->required();
   app.add_option("--out", out, "run directory (default runs/<config name>)");
   app.add_flag("--resume", resume, "continue the run in --out from its last checkpoint");
-  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
+  add_threads_option(app, threads);
   app.add_flag("--quiet", quiet, "no progress line");
   add_device_option(app, device);
   add_tf32_flag(app, tf32);
@@ -98,7 +105,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   app.add_option("--run", run, "run directory written by routelab train")->required();
   app.add_option("--lengths", lengths, "window lengths: multiples of the training length (4x) or integers");
   app.add_option("--out", out, "CSV (default RUN/eval.csv); positions go to FILE-positions.csv");
-  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
+  add_threads_option(app, threads);
   app.add_flag("--quiet", quiet, "no progress lines");
   add_device_option(app, device);
   add_tf32_flag(app, tf32);
@@ -126,9 +133,10 @@ int cmd_passkey(const std::vector<std::string>& args) {
   app.add_option("--depths", depths, "where the key sits, as fractions of the filler (0 = start, 1 = end)")
       ->delimiter(',');
   app.add_option("--trials", trials, "keys per length and depth")->check(CLI::Range(1, 100000));
-  app.add_option("--seed", seed, "draws the keys and the filler offsets")->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", seed, "draws the keys and the filler offsets")
+      ->check(CLI::Range(0LL, (1LL << 62)).description("an integer in [0, 2^62]"));
   app.add_option("--out", out, "CSV (default RUN/passkey.csv)");
-  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
+  add_threads_option(app, threads);
   app.add_flag("--quiet", quiet, "no progress lines");
   add_device_option(app, device);
   add_tf32_flag(app, tf32);
@@ -158,7 +166,7 @@ int cmd_probe(const std::vector<std::string>& args) {
                  "evaluation windows probed per length, the first ones (default 4: 64x of 128 in about a minute)");
   app.add_option("--eps", o.eps, "mixing windows: the distance where |E e^{i Theta}| falls below eps (default 0.05)");
   app.add_option("--csv", o.csv, "CSV (default RUN/probe.csv for one run); angles go to FILE-angles.csv");
-  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
+  add_threads_option(app, threads);
   app.add_flag("--quiet", quiet, "no progress lines");
   if (int s = parse_subcommand(app, args, "probe"); s >= 0) return s;
   set_threads(threads);
@@ -182,7 +190,7 @@ int cmd_experiment(const std::vector<std::string>& args) {
   int threads = 0;
   app.add_option("config", config, "experiment TOML (e.g. experiments/extrapolation-cpu.toml)")->required();
   app.add_flag("--list", list, "print every run (directory, scheme, seed, swept values, state) and stop");
-  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::PositiveNumber);
+  add_threads_option(app, threads);
   app.add_flag("--no-plot", no_plot, "write the CSVs only");
   app.add_flag("--quiet", quiet, "no progress lines");
   add_device_option(app, device);

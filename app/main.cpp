@@ -16,6 +16,7 @@
 // no output file.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -48,11 +49,16 @@ int bad_input(const std::string& message) {
 }
 
 int cmd_sim(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+  if (args.empty()) {
+    std::string names;
+    for (const auto& s : all_sims()) names += (names.empty() ? "" : ", ") + s.name;
+    return bad_input("sim: name a simulation (routelab sim NAME --help); accepts " + names);
+  }
+  if (args[0] == "--help" || args[0] == "-h") {
     std::string names;
     for (const auto& s : all_sims()) names += "  " + s.name + "  " + s.summary + "\n";
     std::printf("routelab sim NAME [--flag value ...] [--device cpu|cuda]\n\n%s", names.c_str());
-    return args.empty() ? 2 : 0;
+    return 0;
   }
   const std::string name = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -125,6 +131,11 @@ int run(int argc, char** argv) {
       if (args[0] == "passkey") return cmd_passkey(rest);
       if (args[0] == "probe") return cmd_probe(rest);
       if (args[0] == "experiment") return cmd_experiment(rest);
+      const char* known[] = {"verify", "families", "sims", "merge"};
+      if (args[0][0] != '-' && std::find(std::begin(known), std::end(known), args[0]) == std::end(known))
+        return bad_input("unknown command '" + args[0] +
+                         "'; accepts sim, verify, families, sims, merge, corpus, train, eval, passkey, probe, "
+                         "experiment (see routelab --help)");
     }
 
     CLI::App app{"routelab: numerical checks of \"Why Do Accumulated Transformations Extrapolate?\""};
@@ -136,8 +147,8 @@ int run(int argc, char** argv) {
     long long seed = 1;
     std::string out;
     verify->add_flag("--quick", quick, "small sizes (under a minute on two cores)");
-    verify->add_option("--threads", threads, "OpenMP threads")->check(CLI::PositiveNumber);
-    verify->add_option("--seed", seed, "seed")->check(CLI::NonNegativeNumber);
+    verify->add_option("--threads", threads, "OpenMP threads")->check(CLI::Range(1, kMaxThreads));
+    verify->add_option("--seed", seed, "seed")->check(CLI::Range(0LL, (1LL << 62)));
     verify->add_option("--out", out, "also write every row as CSV");
     app.add_subcommand("families", "list the step laws, their flags and closed forms");
     app.add_subcommand("sims", "list the simulations");

@@ -117,6 +117,18 @@ TEST(Cli, NumbersOutOfRangeOrMalformedAreRefused) {
   EXPECT_EQ(run("sim spectral-gap --family so2 --d 2 --samples 100 --seed 18446744073709551615").status, 0);
 }
 
+TEST(Cli, CommandsAreNamedInTheirRefusals) {
+  for (const auto& [args, says] : {std::pair<std::string, std::string>{"frob", "unknown command 'frob'"},
+                                   {"sim", "name a simulation"},
+                                   {"verify --threads 0", "not in range 1 to 1024"}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
 TEST(Cli, FamiliesListsEveryFamily) {
   const auto r = run("families");
   ASSERT_EQ(r.status, 0);

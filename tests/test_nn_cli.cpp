@@ -215,6 +215,8 @@ TEST(nn_cli, bad_configs_are_refused_before_any_file_is_written) {
       {"[model]\nd_model = 12\nheads = 2\nscheme = \"random_qk\"\nmlp_ratio = 1\n[model.x]\n", "unknown key"},
       {"[model]\nd_model = 18\nheads = 2\nscheme = \"rope_qkv\"\n", "must be even (it is 9)"},
       {"[model\n", "not valid TOML"},
+      {"[train]\nbeta1 = 1\n", "[train] beta1 must be a number in [0, 1)"},
+      {"[train]\nbeta2 = 1.0\n", "[train] beta2 must be a number in [0, 1)"},
   };
   for (const auto& [text, says] : cases) {
     spit(tmp / "bad.toml", text);
@@ -222,6 +224,21 @@ TEST(nn_cli, bad_configs_are_refused_before_any_file_is_written) {
     EXPECT_FALSE(fs::exists(tmp / "run")) << says;
   }
   expect_refusal(run_routelab("eval --run nowhere", tmp.path, tmp.path), "not a run directory");
+  // A folder or a missing file given as the config is named as such, not
+  // read as an empty config (which then blamed the corpus).
+  fs::create_directories(tmp / "folder");
+  expect_refusal(run_routelab("train --config folder --out run", tmp.path, tmp.path), "not a regular file");
+  expect_refusal(run_routelab("train --config nothing.toml --out run", tmp.path, tmp.path), "no such file");
+  expect_refusal(run_routelab("experiment folder", tmp.path, tmp.path), "not a regular file");
+  expect_refusal(run_routelab("train --config bad.toml --threads 0", tmp.path, tmp.path), "not in range 1 to 1024");
+  EXPECT_FALSE(fs::exists(tmp / "run"));
+  // Repeated seeds or schemes would train once and write every row twice.
+  for (const std::string& list : {std::string("schemes = [\"rope\", \"rope\"]\nseeds = [1]\n"),
+                                  std::string("schemes = [\"rope\"]\nseeds = [1, 2, 1]\n")}) {
+    spit(tmp / "e.toml", "[experiment]\n" + list + "out = \"r\"\ncsv = \"o/x.csv\"\n" + tiny_config("rope", 5, 5));
+    expect_refusal(run_routelab("experiment e.toml --no-plot", tmp.path, tmp.path), "twice");
+    EXPECT_FALSE(fs::exists(tmp / "r"));
+  }
 }
 
 TEST(nn_cli, missing_or_damaged_corpus_says_how_to_fix_it) {

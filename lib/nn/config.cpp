@@ -1,5 +1,6 @@
 #include "nn/config.h"
 
+#include <filesystem>
 #include <set>
 #include <sstream>
 
@@ -32,12 +33,12 @@ class TableReader {
     if (!v || *v < lo || *v > hi) fail(key, fmt::format("an integer in [{}, {}]", lo, hi));
     field = *v;
   }
-  void real(const char* key, double& field, double lo, double hi, bool open_lo = false) {
+  void real(const char* key, double& field, double lo, double hi, bool open_lo = false, bool open_hi = false) {
     const toml::node* n = take(key);
     if (!n) return;
     auto v = n->value<double>();  // integers are accepted as reals
-    if (!v || !(*v <= hi) || *v < lo || (open_lo && *v == lo))
-      fail(key, fmt::format("a number in {}{}, {}]", open_lo ? "(" : "[", lo, hi));
+    if (!v || !(*v <= hi) || *v < lo || (open_lo && *v == lo) || (open_hi && *v == hi))
+      fail(key, fmt::format("a number in {}{}, {}{}", open_lo ? "(" : "[", lo, hi, open_hi ? ")" : "]"));
     field = *v;
   }
   void boolean(const char* key, bool& field) {
@@ -124,8 +125,9 @@ RunConfig parse_run_config(const toml::table& t, const std::string& where, const
     r.real("min_lr_ratio", c.train.min_lr_ratio, 0.0, 1.0);
     r.integer("warmup", c.train.warmup, 0, 1 << 30);
     r.real("weight_decay", c.train.weight_decay, 0.0, 10.0);
-    r.real("beta1", c.train.beta1, 0.0, 1.0);
-    r.real("beta2", c.train.beta2, 0.0, 1.0);
+    // AdamW's bias correction divides by 1 - beta^t: beta = 1 is no optimiser.
+    r.real("beta1", c.train.beta1, 0.0, 1.0, false, true);
+    r.real("beta2", c.train.beta2, 0.0, 1.0, false, true);
     r.real("eps", c.train.eps, 0.0, 1.0, true);
     r.real("grad_clip", c.train.grad_clip, 0.0, 1e9);
     long long seed = (long long)c.train.seed;
@@ -144,8 +146,17 @@ RunConfig parse_run_config(const toml::table& t, const std::string& where, const
   return c;
 }
 
+void require_config_file(const std::string& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(st)) throw ConfigError(fmt::format("{}: no such file; a TOML config file", path));
+  if (!std::filesystem::is_regular_file(st))
+    throw ConfigError(fmt::format("{}: not a regular file (a directory?); a TOML config file", path));
+}
+
 RunConfig load_run_config(const std::string& path) {
   try {
+    require_config_file(path);
     const toml::table t = toml::parse_file(path);
     // An experiment file is a run config plus [experiment]: its base run
     // (the scheme in [model], rope by default) trains on its own.

@@ -87,6 +87,8 @@ struct RunConfig {
 RunConfig parse_run_config(const toml::table& t, const std::string& where,
                            const std::vector<std::string>& extra_tables = {});
 RunConfig load_run_config(const std::string& path);
+// ConfigError unless `path` names an existing regular file.
+void require_config_file(const std::string& path);
 // Raises ConfigError for combinations no model can have (heads not dividing
 // d_model, an odd head dimension under a rotary scheme, ...).
 void validate(const RunConfig& c, const std::string& where);

@@ -98,6 +98,8 @@ std::vector<std::string> read_schemes(const toml::node& v, const std::string& wh
     if (!name || !find_scheme(*name))
       throw ConfigError(
           fmt::format("{} schemes: '{}' is unknown; accepted: {}", where, name.value_or("?"), scheme_names()));
+    if (std::find(out.begin(), out.end(), *name) != out.end())
+      throw ConfigError(fmt::format("{} schemes lists {} twice", where, *name));
     out.push_back(*name);
   }
   return out;
@@ -111,6 +113,8 @@ std::vector<uint64_t> read_seeds(const toml::node& v, const std::string& where) 
     const auto seed = s.value_exact<int64_t>();
     if (!seed || *seed < 0 || *seed > (int64_t(1) << 62))
       throw ConfigError(fmt::format("{} seeds must be integers in [0, 2^62]", where));
+    if (std::find(out.begin(), out.end(), uint64_t(*seed)) != out.end())
+      throw ConfigError(fmt::format("{} seeds lists {} twice", where, *seed));
     out.push_back(uint64_t(*seed));
   }
   return out;
@@ -240,6 +244,7 @@ void add_points(ExperimentConfig& e, const toml::table& file, const Arm& arm, co
 ExperimentConfig load_experiment_config(const std::string& path) {
   toml::table t;
   try {
+    require_config_file(path);
     t = toml::parse_file(path);
   } catch (const toml::parse_error& e) {
     const auto& b = e.source().begin;
