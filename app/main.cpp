@@ -34,6 +34,7 @@
 #include "nn/checkpoint.h"
 #include "nn/config.h"
 #include "nn/train.h"
+#include "io/output.h"
 #include "io/table.h"
 #include "sims/runner.h"
 #include "sims/verify.h"
@@ -78,6 +79,8 @@ int cmd_sim(const std::vector<std::string>& args) {
     req.gpu = true;
   }
   const std::string out = req.out;
+  OutputFiles files("sim");
+  if (!out.empty()) files.output(out, "--out"), files.output(out + ".json", "the sidecar --out FILE.json");
   req.progress = isatty(2);
   const auto start = std::chrono::steady_clock::now();
   nlohmann::json config;
@@ -87,8 +90,9 @@ int cmd_sim(const std::vector<std::string>& args) {
   if (out.empty()) {
     std::fputs(table.to_csv().c_str(), stdout);
   } else {
-    write_file_atomic(out, table.to_csv());
-    write_sidecar(out, config, wall);
+    files.set(out, table.to_csv());
+    files.set(out + ".json", sidecar_text(out, config, wall));
+    files.commit();
   }
   return 0;
 }
@@ -179,10 +183,17 @@ int run(int argc, char** argv) {
     if (app.got_subcommand("families")) return cmd_families();
     if (app.got_subcommand("merge")) {
       const auto start = std::chrono::steady_clock::now();
+      OutputFiles files("merge");
+      for (const auto& p : partials) files.input(p), files.input(p + ".json");
+      files.output(merged, "--out");
+      files.output(merged + ".json", "the sidecar --out FILE.json");
       nlohmann::json config;
       const std::string csv = merge_partials(partials, &config);
-      write_file_atomic(merged, csv);
-      write_sidecar(merged, config, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      files.set(merged, csv);
+      files.set(merged + ".json",
+                sidecar_text(merged, config,
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+      files.commit();
       return 0;
     }
     if (app.got_subcommand("sims")) {
@@ -191,12 +202,16 @@ int run(int argc, char** argv) {
     }
     if (app.got_subcommand("verify")) {
       const auto start = std::chrono::steady_clock::now();
+      OutputFiles files("verify");
+      if (!out.empty()) files.output(out, "--out"), files.output(out + ".json", "the sidecar --out FILE.json");
       VerifyResult r = run_verify(quick, threads, uint64_t(seed), isatty(2));
       if (!dist::is_root()) return r.failures == 0 ? 0 : 1;
       if (!out.empty()) {
-        write_file_atomic(out, r.rows.to_csv());
-        write_sidecar(out, {{"command", "verify"}, {"quick", quick}, {"seed", seed}, {"threads", threads}},
-                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        files.set(out, r.rows.to_csv());
+        files.set(out + ".json", sidecar_text(out, {{"command", "verify"}, {"quick", quick}, {"seed", seed},
+                                                    {"threads", threads}},
+                                              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+        files.commit();
       }
       std::fputs(format_verify_table(r).c_str(), stdout);
       return r.failures == 0 ? 0 : 1;
@@ -213,6 +228,8 @@ int run(int argc, char** argv) {
     return bad_input(e.what());
   } catch (const cuda::DeviceError& e) {
     return bad_input(e.what());
+  } catch (const OutputError& e) {
+    return bad_input(e.what());
   } catch (const std::exception& e) {
     if (dist::is_root()) std::fprintf(stderr, "routelab: error: %s\n", e.what());
     return 1;
@@ -224,6 +241,7 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   dist::init(&argc, &argv);
+  install_cleanup_handlers();
   const int status = run(argc, argv);
   dist::finalize();
   return status;

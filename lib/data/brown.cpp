@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "io/sha256.h"
+#include "io/output.h"
 #include "io/table.h"
 
 namespace routelab::data {
@@ -113,13 +114,18 @@ Corpus prepare_brown(const fs::path& package_dir, size_t expected_documents) {
 
 void write_corpus(const Corpus& corpus, const fs::path& out_dir) {
   fs::create_directories(out_dir);
+  // The streams and their sums as one unit: never a corpus without SHA256SUMS.
+  OutputFiles files("corpus prepare");
+  for (const Stream& s : kStreams) files.output((out_dir / s.file).string(), "--out");
+  files.output((out_dir / "SHA256SUMS").string(), "--out");
   std::string sums;
   for (const Stream& s : kStreams) {
     const std::vector<uint8_t>& v = corpus.*s.bytes;
-    write_file_atomic((out_dir / s.file).string(), std::string(v.begin(), v.end()));
+    files.set((out_dir / s.file).string(), std::string(v.begin(), v.end()));
     sums += sha256_of(v) + "  " + s.file + "\n";
   }
-  write_file_atomic((out_dir / "SHA256SUMS").string(), sums);
+  files.set((out_dir / "SHA256SUMS").string(), sums);
+  files.commit();
 }
 
 Corpus load_corpus(const fs::path& dir) {

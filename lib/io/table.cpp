@@ -1,5 +1,7 @@
 #include "io/table.h"
 
+#include "io/output.h"
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -60,29 +62,34 @@ std::string format_number(std::optional<double> x) { return x ? format_number(*x
 
 void write_file_atomic(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  register_temporary(tmp);  // a signal now removes it (io/output.h)
+  auto fail = [&] {
+    std::remove(tmp.c_str());
+    release_temporary(tmp);
+    throw OutputError("cannot write " + path);
+  };
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write " + path);
+    if (!f) fail();
     f << text;
     f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw std::runtime_error("cannot write " + path);
-    }
+    if (!f) fail();
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot write " + path);
-  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail();
+  release_temporary(tmp);
 }
 
-void write_sidecar(const std::string& csv_path, const nlohmann::json& config, double wall_seconds) {
+std::string sidecar_text(const std::string& csv_path, const nlohmann::json& config, double wall_seconds) {
   nlohmann::json j = config;
   j["version"] = ROUTELAB_VERSION;
   j["git_revision"] = ROUTELAB_GIT_REV;
   j["wall_seconds"] = wall_seconds;
   j["csv"] = csv_path;
-  write_file_atomic(csv_path + ".json", j.dump(2) + "\n");
+  return j.dump(2) + "\n";
+}
+
+void write_sidecar(const std::string& csv_path, const nlohmann::json& config, double wall_seconds) {
+  write_file_atomic(csv_path + ".json", sidecar_text(csv_path, config, wall_seconds));
 }
 
 }  // namespace routelab

@@ -36,11 +36,14 @@ std::string format_number(double x);
 std::string format_number(std::optional<double> x);
 
 // Writes `text` to `path` atomically (temporary file in the same folder, then
-// rename). Throws std::runtime_error naming the path on failure.
+// rename). Throws OutputError (io/output.h) naming the path on failure.
 void write_file_atomic(const std::string& path, const std::string& text);
 
 // The JSON sidecar FILE.json: configuration, seed, version, git revision,
 // wall time.
 void write_sidecar(const std::string& csv_path, const nlohmann::json& config, double wall_seconds);
+// The sidecar's text, for a command that writes its files as one unit
+// (io/output.h).
+std::string sidecar_text(const std::string& csv_path, const nlohmann::json& config, double wall_seconds);
 
 }  // namespace routelab

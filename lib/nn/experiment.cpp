@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include "data/brown.h"
+#include "io/output.h"
 #include "io/table.h"
 #include "nn/checkpoint.h"
 #include "nn/eval.h"
@@ -377,6 +378,13 @@ std::unique_ptr<ModelBackend> trained_run_backend(TrainedRun& run, const Backend
 std::string evaluate_run(const std::string& run_dir, const std::string& lengths_text, const std::string& eval_csv,
                          bool progress, const BackendFactory& backend) {
   const auto start = std::chrono::steady_clock::now();
+  load_run_dir_config(run_dir);  // a missing run is named before its outputs
+  OutputFiles files("eval");
+  files.input(config_path(run_dir));
+  files.input(checkpoint_path(run_dir));
+  files.output(eval_csv, "--out");
+  files.output(positions_path(eval_csv), "the positions CSV (--out FILE-positions.csv)");
+  files.output(eval_csv + ".json", "the sidecar (--out FILE.json)");
   TrainedRun run = load_trained_run(run_dir, lengths_text);
   const RunConfig& c = run.config;
   const data::Corpus& corpus = run.corpus;
@@ -400,8 +408,8 @@ std::string evaluate_run(const std::string& run_dir, const std::string& lengths_
       fmt::print(stderr, "eval {} L={}: {:.4f} bits/byte, {} windows, {:.0f} tok/s\n", run_dir, L, r.bits_per_byte,
                  r.windows, double(r.tokens) / secs);
   }
-  write_file_atomic(positions_path(eval_csv), positions_csv_header() + pos_rows);
-  write_file_atomic(eval_csv, eval_csv_header() + rows);
+  files.set(positions_path(eval_csv), positions_csv_header() + pos_rows);
+  files.set(eval_csv, eval_csv_header() + rows);
   const nlohmann::json side = {
       {"command", "eval"},
       {"run", run_dir},
@@ -419,7 +427,9 @@ std::string evaluate_run(const std::string& run_dir, const std::string& lengths_
         {"random_angles", "drawn afresh per forward pass (pass ids from 2^36)"}}},
       {"lengths_text", lengths_text},
       {"lengths", per_length}};
-  write_sidecar(eval_csv, side, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  files.set(eval_csv + ".json",
+            sidecar_text(eval_csv, side, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+  files.commit();
   return rows;
 }
 
@@ -470,6 +480,15 @@ std::string experiment_listing(const ExperimentConfig& e) {
 
 void run_experiment(const ExperimentConfig& e, bool progress, const BackendFactory& backend) {
   const auto start = std::chrono::steady_clock::now();
+  // The combined CSVs are checked before any run trains; their folder is
+  // made first (it is part of the experiment's tree).
+  const fs::path csv_dir = fs::path(e.csv).parent_path();
+  if (!csv_dir.empty()) fs::create_directories(csv_dir);
+  OutputFiles files("experiment");
+  files.output(e.csv, "[experiment] csv");
+  files.output(positions_path(e.csv), "[experiment] csv's -positions.csv");
+  if (e.passkey_trials > 0) files.output(passkey_path(e.csv), "[experiment] csv's -passkey.csv");
+  files.output(e.csv + ".json", "[experiment] csv's sidecar");
   std::string rows, pos_rows, passkey_rows;
   nlohmann::json runs = nlohmann::json::array();
   for (const ExperimentPoint& p : e.points) {
@@ -517,17 +536,16 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
                     {"swept", values},
                     {"train_seconds_this_call", train_s}});
   }
-  const fs::path csv_dir = fs::path(e.csv).parent_path();
-  if (!csv_dir.empty()) fs::create_directories(csv_dir);
   const std::vector<std::string>& keys = e.swept_keys;
-  write_file_atomic(positions_path(e.csv), with_swept(positions_csv_header(), keys) + pos_rows);
-  if (e.passkey_trials > 0)
-    write_file_atomic(passkey_path(e.csv), with_swept(passkey_csv_header(), keys) + passkey_rows);
-  write_file_atomic(e.csv, with_swept(eval_csv_header(), keys) + rows);
+  files.set(positions_path(e.csv), with_swept(positions_csv_header(), keys) + pos_rows);
+  if (e.passkey_trials > 0) files.set(passkey_path(e.csv), with_swept(passkey_csv_header(), keys) + passkey_rows);
+  files.set(e.csv, with_swept(eval_csv_header(), keys) + rows);
   nlohmann::json cfg = {{"command", "experiment"}, {"config", to_json(e.base)}, {"schemes", e.schemes},
                         {"seeds", e.seeds},         {"swept_keys", keys},       {"lengths", e.lengths},
                         {"runs", runs}};
-  write_sidecar(e.csv, cfg, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  files.set(e.csv + ".json",
+            sidecar_text(e.csv, cfg, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+  files.commit();
 }
 
 }  // namespace routelab::nn

@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "data/brown.h"
+#include "io/output.h"
 #include "io/table.h"
 #include "nn/checkpoint.h"
 #include "nn/eval.h"
@@ -105,6 +106,13 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
   const auto start = std::chrono::steady_clock::now();
   for (double d : depths)
     if (!(d >= 0 && d <= 1)) throw ConfigError("--depths: each depth must be a fraction in [0, 1]");
+  if (depths.empty()) throw ConfigError("--depths: name at least one fraction in [0, 1]");
+  load_run_dir_config(run_dir);  // a missing run is named before its outputs
+  OutputFiles files("passkey");
+  files.input(config_path(run_dir));
+  files.input(checkpoint_path(run_dir));
+  files.output(out_csv, "--out");
+  files.output(out_csv + ".json", "the sidecar --out FILE.json");
   TrainedRun run = load_trained_run(run_dir, lengths_text);
   const RunConfig& c = run.config;
   const std::unique_ptr<ModelBackend> model = trained_run_backend(run, backend);
@@ -124,8 +132,8 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
                    r.accuracy, r.digit_accuracy);
     }
   const std::string csv = passkey_csv_header() + rows;
-  write_file_atomic(out_csv, csv);
-  write_sidecar(out_csv,
+  files.set(out_csv, csv);
+  files.set(out_csv + ".json", sidecar_text(out_csv,
                 {{"command", "passkey"},
                  {"run", run_dir},
                  {"device", model->device()},
@@ -142,7 +150,8 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
                    {"filler", "a uniform slice of the validation stream per trial"},
                    {"depth", "fraction of the filler before the needle"},
                    {"scoring", "teacher forced: the key's digits after the question; retrieved = every digit top-1"}}}},
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+  files.commit();
   return csv;
 }
 

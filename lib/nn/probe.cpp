@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 
 #include "attention/far_mass.h"
+#include "io/output.h"
 #include "io/table.h"
 #include "nn/eval.h"
 #include "nn/householder.h"
@@ -330,6 +331,12 @@ std::string probe_runs(const ProbeOptions& o) {
       throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", dir));
   }
 
+  OutputFiles files("probe");
+  for (const auto& dir : o.runs) files.input(config_path(dir)), files.input(checkpoint_path(dir));
+  files.output(o.csv, "--csv");
+  files.output(probe_angles_path(o.csv), "the angles CSV (--csv FILE-angles.csv)");
+  files.output(probe_phases_path(o.csv), "the phases CSV (--csv FILE-phases.csv)");
+  files.output(o.csv + ".json", "the sidecar (--csv FILE.json)");
   std::string rows, angle_rows, phase_rows;
   nlohmann::json runs_json = nlohmann::json::array();
   for (const auto& dir : o.runs) {
@@ -412,10 +419,10 @@ std::string probe_runs(const ProbeOptions& o) {
   }
 
   const std::string csv = probe_csv_header() + rows;
-  write_file_atomic(probe_angles_path(o.csv), probe_angles_csv_header() + angle_rows);
-  write_file_atomic(probe_phases_path(o.csv), probe_phases_csv_header() + phase_rows);
-  write_file_atomic(o.csv, csv);
-  write_sidecar(
+  files.set(probe_angles_path(o.csv), probe_angles_csv_header() + angle_rows);
+  files.set(probe_phases_path(o.csv), probe_phases_csv_header() + phase_rows);
+  files.set(o.csv, csv);
+  files.set(o.csv + ".json", sidecar_text(
       o.csv,
       {{"command", "probe"},
        {"runs", runs_json},
@@ -447,7 +454,8 @@ std::string probe_runs(const ProbeOptions& o) {
                     "Var(X_b) (1 when the blocks are independent, Theorem 2's assumption); mean_abs_corr over "
                     "pairs of blocks with Var(X_b) > 1e-12 (biased up by about sqrt(2/(pi pairs)) at zero "
                     "correlation, more since pairs in one window overlap)"}}}},
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+  files.commit();
   return csv;
 }
 
