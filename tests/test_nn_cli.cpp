@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.h"
+#include "io/sha256.h"
 #include "nn/checkpoint.h"
 
 namespace {
@@ -267,11 +268,49 @@ TEST(nn_cli, a_run_directory_is_never_overwritten) {
   expect_refusal(run_routelab("eval --run run --lengths 2y", tmp.path, tmp.path), "--lengths: '2y'");
   EXPECT_EQ(slurp(tmp / "run/checkpoint.bin"), before);
   EXPECT_FALSE(fs::exists(tmp / "run/eval.csv"));
-  // A damaged checkpoint is named as such.
-  std::string ck = before;
-  ck[ck.size() - 7] ^= 1;
-  spit(tmp / "run/checkpoint.bin", ck);
-  expect_refusal(run_routelab("eval --run run --lengths 1x", tmp.path, tmp.path), "is damaged");
+  // A damaged checkpoint is named as such: a flipped weight byte, a flipped
+  // header byte, the step edited (it used to resume silently elsewhere), the
+  // parameter count edited (it used to be allocated), a cut file.
+  const std::size_t header = before.find('\n', before.find('\n') + 1);
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string ck = before;
+    const auto at = ck.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at < header) ck.replace(at, from.size(), to);
+    return ck;
+  };
+  std::string flipped = before;
+  flipped[flipped.size() - 100] ^= 1;
+  std::string flipped_header = before;
+  flipped_header[header - 5] ^= 1;
+  for (const std::string& ck : {flipped, flipped_header, edited("\"step\":10", "\"step\":-3"),
+                                edited("\"step\":10", "\"step\":5"), before.substr(0, before.size() - 30),
+                                edited("\"params\":", "\"params\":9")}) {
+    spit(tmp / "run/checkpoint.bin", ck);
+    expect_refusal(run_routelab("eval --run run --lengths 1x", tmp.path, tmp.path), "is damaged");
+    expect_refusal(run_routelab("train --config c.toml --out run --resume", tmp.path, tmp.path), "is damaged");
+  }
+}
+
+// Version 1 checkpoints (the sha256 of the weights in the header) still load;
+// their step and sizes are checked.
+TEST(nn_cli, version_1_checkpoints_load_with_their_header_checked) {
+  TempDir tmp;
+  spit(tmp / "c.toml", tiny_config("rope", 10, 5));
+  ASSERT_EQ(run_routelab("train --config c.toml --out run --quiet", tmp.path, tmp.path).status, 0);
+  const std::string v2 = slurp(tmp / "run/checkpoint.bin");
+  const std::size_t l1 = v2.find('\n'), l2 = v2.find('\n', l1 + 1);
+  const std::string payload = v2.substr(l2 + 1, v2.size() - 65 - l2 - 1);
+  nlohmann::json header = nlohmann::json::parse(v2.substr(l1 + 1, l2 - l1 - 1));
+  header["sha256"] = routelab::sha256_hex(payload.data(), payload.size());
+  auto v1 = [&](const nlohmann::json& h) { return "routelab-checkpoint 1\n" + h.dump() + "\n" + payload; };
+  spit(tmp / "run/checkpoint.bin", v1(header));
+  const auto r = run_routelab("eval --run run --lengths 1x --quiet", tmp.path, tmp.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json bad = header;
+  bad["step"] = 11;  // past the configured 10 steps
+  spit(tmp / "run/checkpoint.bin", v1(bad));
+  expect_refusal(run_routelab("eval --run run --lengths 1x", tmp.path, tmp.path), "step 11 is outside [0, 10]");
 }
 
 // The largest weight difference between two runs' final checkpoints, relative

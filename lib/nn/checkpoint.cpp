@@ -13,7 +13,12 @@ namespace routelab::nn {
 
 namespace {
 
-constexpr const char* kMagic = "routelab-checkpoint 1";
+// Version 2 (issue 16): the sha256 trailer covers the whole file, header
+// included. Version 1 files (its sha256 covered the weights only) still load,
+// with their header's step and sizes checked.
+constexpr const char* kMagic = "routelab-checkpoint 2";
+constexpr const char* kMagicV1 = "routelab-checkpoint 1";
+constexpr std::size_t kTrailer = 1 + 64;  // "\n" and the hex digest
 
 // The first differing leaf, as "[model] scheme = \"rope\", not \"alibi\"".
 std::string first_difference(const nlohmann::json& have, const nlohmann::json& want, const std::string& path) {
@@ -39,11 +44,9 @@ void save_checkpoint(const std::string& path, const RunConfig& c, int step, cons
     std::memcpy(p, v->data(), v->size() * sizeof(float));
     p += v->size() * sizeof(float);
   }
-  const nlohmann::json header = {{"config", to_json(c)},
-                                 {"step", step},
-                                 {"params", params.size()},
-                                 {"sha256", sha256_hex(payload.data(), payload.size())}};
-  write_file_atomic(path, std::string(kMagic) + "\n" + header.dump() + "\n" + payload);
+  const nlohmann::json header = {{"config", to_json(c)}, {"step", step}, {"params", params.size()}};
+  const std::string body = std::string(kMagic) + "\n" + header.dump() + "\n" + payload;
+  write_file_atomic(path, body + "\n" + sha256_hex(body.data(), body.size()));
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
@@ -51,30 +54,46 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (!f) throw CheckpointError(fmt::format("checkpoint {} cannot be read", path));
   std::stringstream ss;
   ss << f.rdbuf();
-  const std::string all = ss.str();
+  std::string all = ss.str();
   const std::size_t l1 = all.find('\n');
-  const std::size_t l2 = l1 == std::string::npos ? l1 : all.find('\n', l1 + 1);
-  if (l2 == std::string::npos || all.compare(0, l1, kMagic) != 0)
+  const bool v2 = l1 != std::string::npos && all.compare(0, l1, kMagic) == 0;
+  const bool v1 = l1 != std::string::npos && all.compare(0, l1, kMagicV1) == 0;
+  if (!v1 && !v2)
     throw CheckpointError(fmt::format("{} is not a routelab checkpoint (expected first line '{}')", path, kMagic));
+  auto damaged = [&](const std::string& what) {
+    return CheckpointError(fmt::format("checkpoint {} is damaged ({}); train again or restore it", path, what));
+  };
+  if (v2) {
+    if (all.size() < l1 + kTrailer || all[all.size() - kTrailer] != '\n') throw damaged("no checksum at its end");
+    const std::string want = all.substr(all.size() - 64);
+    all.resize(all.size() - kTrailer);
+    if (sha256_hex(all.data(), all.size()) != want) throw damaged("its sha256 differs");
+  }
+  const std::size_t l2 = all.find('\n', l1 + 1);
+  if (l2 == std::string::npos) throw damaged("no header line");
   Checkpoint ck;
-  nlohmann::json header;
   try {
-    header = nlohmann::json::parse(all.substr(l1 + 1, l2 - l1 - 1));
+    const nlohmann::json header = nlohmann::json::parse(all.substr(l1 + 1, l2 - l1 - 1));
     ck.config = header.at("config");
+    const std::size_t bytes = all.size() - l2 - 1;
+    const auto n = header.at("params").get<int64_t>();
+    // Sizes before any allocation: three float tensors of n each.
+    if (n < 0 || std::size_t(n) > bytes / (3 * sizeof(float)) || bytes != 3 * std::size_t(n) * sizeof(float))
+      throw damaged("its size does not match its header");
+    if (v1 && sha256_hex(all.data() + l2 + 1, bytes) != header.at("sha256")) throw damaged("its sha256 differs");
     ck.step = header.at("step").get<int>();
-    const std::size_t n = header.at("params").get<std::size_t>();
-    const std::string payload = all.substr(l2 + 1);
-    if (payload.size() != 3 * n * sizeof(float) || sha256_hex(payload.data(), payload.size()) != header.at("sha256"))
-      throw CheckpointError(fmt::format("checkpoint {} is damaged (size or sha256 of its weights differ)", path));
-    ck.params.resize(n);
-    ck.opt = AdamW(n);
-    const char* p = payload.data();
+    const int steps = ck.config.at("train").at("steps").get<int>();
+    if (ck.step < 0 || ck.step > steps)
+      throw damaged(fmt::format("its step {} is outside [0, {}]", ck.step, steps));
+    ck.params.resize(std::size_t(n));
+    ck.opt = AdamW(std::size_t(n));
+    const char* p = all.data() + l2 + 1;
     for (auto* v : {&ck.params, &ck.opt.m, &ck.opt.v}) {
-      std::memcpy(v->data(), p, n * sizeof(float));
-      p += n * sizeof(float);
+      std::memcpy(v->data(), p, std::size_t(n) * sizeof(float));
+      p += std::size_t(n) * sizeof(float);
     }
   } catch (const nlohmann::json::exception&) {
-    throw CheckpointError(fmt::format("checkpoint {} is damaged (its header is not valid)", path));
+    throw damaged("its header is not valid");
   }
   return ck;
 }

@@ -1,8 +1,12 @@
 // A training run's state on disk: configuration, step, parameters and the
 // optimizer's moments. One file, written whole or not at all, so a run killed
 // at any moment leaves the previous checkpoint intact.
-// Layout: the line "routelab-checkpoint 1", one line of JSON (configuration,
-// step, sizes, sha256 of the payload), then params, m and v as raw float32.
+// Layout: the line "routelab-checkpoint 2", one line of JSON (configuration,
+// step, parameter count), params, m and v as raw float32, then a newline and
+// the sha256 (64 hex digits) of everything before it: a changed byte anywhere
+// is "damaged", never a silently other run. Version 1 (the sha256 of the
+// weights in the header) still loads; every load checks the sizes against the
+// file before allocating and the step against the configured steps.
 #pragma once
 
 #include <stdexcept>
