@@ -1,12 +1,14 @@
 #include "sims/runner.h"
 
 #include "io/parse.h"
+#include "io/sha256.h"
 
 #include "cuda/device.h"
 #include "stats/distributed.h"
 #include "stats/intervals.h"
 
 #include <algorithm>
+#include <climits>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -264,7 +266,14 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
     j["ci"] = "estimate +- z * stderr at the check's z";
     j["ranks"] = dist::size();
     if (req.gpu) j["device"] = "cuda";
-    if (partial) j["shard"] = {{"index", req.shard}, {"count", req.shards}};
+    // merge checks a partial against these: its bytes, rows and points.
+    if (partial) {
+      const std::string csv = table.to_csv();
+      j["shard"] = {{"index", req.shard},
+                    {"count", req.shards},
+                    {"rows", table.rows().size()},
+                    {"sha256", sha256_hex(csv.data(), csv.size())}};
+    }
     *config = j;
   }
   return table;
@@ -275,40 +284,75 @@ std::string merge_partials(const std::vector<std::string>& paths, nlohmann::json
   std::string header;
   nlohmann::json first;
   std::vector<bool> seen;
+  long long points = 0;
+  std::vector<int> point_shard;  // which shard's file gave each point's rows (-1: none yet)
   std::vector<std::pair<long long, std::string>> rows;  // (point, row text without the point)
   for (const auto& path : paths) {
+    auto refuse = [&](const std::string& why) { return BadInput("merge", path + ": " + why); };
     std::ifstream sidecar(path + ".json");
-    if (!sidecar) throw BadInput("merge", fmt::format("{}.json is missing; merge takes the CSV files of --shard runs", path));
+    if (!sidecar) throw refuse("its sidecar " + path + ".json is missing; merge takes the CSV files of --shard runs");
     nlohmann::json j;
     try {
       sidecar >> j;
     } catch (const std::exception&) {
-      throw BadInput("merge", fmt::format("{}.json is not a routelab sidecar", path));
+      throw refuse("its sidecar is not valid JSON");
     }
-    if (!j.contains("shard")) throw BadInput("merge", fmt::format("{} is not a partial result (no --shard)", path));
-    const int index = j["shard"]["index"], count = j["shard"]["count"];
+    const nlohmann::json* sh = j.is_object() && j.contains("shard") ? &j["shard"] : nullptr;
+    if (!sh) throw refuse("not a partial result (its sidecar has no shard; run with --shard K/N)");
+    auto integer = [&](const nlohmann::json& o, const char* key, long long lo, long long hi) {
+      if (!o.is_object() || !o.contains(key) || !o[key].is_number_integer() || o[key].get<long long>() < lo ||
+          o[key].get<long long>() > hi)
+        throw refuse(fmt::format("its sidecar's {} must be an integer in [{}, {}]", key, lo, hi));
+      return o[key].get<long long>();
+    };
+    const long long count = integer(*sh, "count", 1, 1000000);
+    const long long index = integer(*sh, "index", 0, count - 1);
+    const long long want_rows = integer(*sh, "rows", 1, LLONG_MAX);
+    const long long file_points = integer(j, "points", 1, 65535);
+    if (!sh->contains("sha256") || !(*sh)["sha256"].is_string())
+      throw refuse("its sidecar has no sha256 of the partial (made by an older routelab: run the shard again)");
     nlohmann::json key = j;
     for (const char* run_specific : {"shard", "wall_seconds", "csv", "threads", "ranks", "device"}) key.erase(run_specific);
     if (first.is_null()) {
       first = key;
-      seen.assign(count, false);
-    } else if (key != first || int(seen.size()) != count) {
-      throw BadInput("merge", fmt::format("{} comes from another run (its flags, seed, samples or shard count differ)", path));
+      seen.assign(std::size_t(count), false);
+      points = file_points;
+      point_shard.assign(std::size_t(points), -1);
+    } else if (key != first || (long long)seen.size() != count) {
+      throw refuse("comes from another run (its flags, seed, samples or shard count differ)");
     }
     if (seen[index]) throw BadInput("merge", fmt::format("shard {}/{} is given twice", index, count));
     seen[index] = true;
-    std::ifstream csv(path, std::ios::binary);
+    std::ifstream csv_file(path, std::ios::binary);
+    std::stringstream text;
+    text << csv_file.rdbuf();
+    const std::string csv = text.str();
+    if (!csv_file || sha256_hex(csv.data(), csv.size()) != (*sh)["sha256"].get<std::string>())
+      throw refuse("its bytes differ from what its shard wrote (cut, edited, or another file's rows); run the "
+                   "shard again");
+    std::istringstream lines(csv);
     std::string line;
-    if (!std::getline(csv, line) || line.rfind("point,", 0) != 0)
-      throw BadInput("merge", fmt::format("{} is not a partial CSV", path));
+    if (!std::getline(lines, line) || line.rfind("point,", 0) != 0) throw refuse("not a partial CSV");
     if (header.empty()) header = line.substr(6);
-    while (std::getline(csv, line)) {
+    if (line.substr(6) != header) throw refuse("its columns differ from the other partials'");
+    long long got = 0;
+    while (std::getline(lines, line)) {
       const auto comma = line.find(',');
-      rows.push_back({std::stoll(line.substr(0, comma)), line.substr(comma + 1)});
+      const auto point = parse_integer(std::string_view(line).substr(0, comma));
+      if (comma == std::string::npos || !point || *point < 0 || *point >= points || *point % count != index)
+        throw refuse(fmt::format("row {} does not belong to shard {}/{}", got + 2, index, count));
+      if (point_shard[*point] >= 0 && point_shard[*point] != index)
+        throw refuse(fmt::format("point {} is also in shard {}", *point, point_shard[*point]));
+      point_shard[*point] = int(index);
+      rows.push_back({*point, line.substr(comma + 1)});
+      ++got;
     }
+    if (got != want_rows) throw refuse(fmt::format("it has {} rows; its shard wrote {}", got, want_rows));
   }
   for (std::size_t k = 0; k < seen.size(); ++k)
     if (!seen[k]) throw BadInput("merge", fmt::format("shard {}/{} is missing", k, seen.size()));
+  for (long long p = 0; p < points; ++p)
+    if (point_shard[p] < 0) throw BadInput("merge", fmt::format("point {} has no rows in any partial", p));
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::string out = header + "\n";
   for (const auto& r : rows) out += r.second + "\n";

@@ -2,6 +2,7 @@
 // merged by `routelab merge`, and `mpirun -np 2` splitting the sample streams.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -63,6 +64,44 @@ TEST(ScaleOut, MergeRefusesIncompleteOrMixedPartials) {
   EXPECT_FALSE(fs::exists(out));
   EXPECT_EQ(sh(kBin + " " + kSweep + " --shard 2/2 --out " + out), 2);  // K out of range
   EXPECT_EQ(sh(kBin + " merge " + a + " " + b + " --out " + out), 0);
+}
+
+// The partials' damage that used to merge into wrong output with exit 0, and
+// the sidecars that crashed or wrote out of bounds: each refused, exit 2.
+TEST(ScaleOut, MergeChecksEveryPartialAgainstItsSidecar) {
+  const auto d = dir() / "damaged";
+  fs::create_directories(d);
+  const auto a = (d / "a.csv").string(), b = (d / "b.csv").string(), x = (d / "x.csv").string();
+  ASSERT_EQ(sh(kBin + " " + kSweep + " --shard 0/2 --out " + a), 0);
+  ASSERT_EQ(sh(kBin + " " + kSweep + " --shard 1/2 --out " + b), 0);
+  const std::string csv = slurp(a), side = slurp(a + ".json"), other = slurp(b);
+  const auto out = (d / "m.csv").string();
+  auto write = [](const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; };
+  auto expect_refused = [&](const std::string& csv_text, const std::string& side_text, const std::string& why) {
+    write(x, csv_text);
+    write(x + ".json", side_text);
+    EXPECT_EQ(sh(kBin + " merge " + x + " " + b + " --out " + out), 2) << why;
+    EXPECT_FALSE(fs::exists(out)) << why;
+    std::string err = slurp(dir() / "err");
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << why << ": " << err;
+  };
+  const std::string body = csv.substr(0, csv.find('\n') + 1);
+  expect_refused(csv.substr(0, csv.size() - 40), side, "truncated");
+  expect_refused(csv.substr(0, csv.rfind('\n', csv.size() - 2) + 1), side, "the last row cut off");
+  expect_refused(csv + other.substr(other.find('\n') + 1), side, "another shard's rows appended");
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string j = side;
+    j.replace(j.find(from), from.size(), to);
+    return j;
+  };
+  expect_refused(csv, with("\"index\": 0", "\"index\": -1"), "shard index -1");
+  expect_refused(csv, with("\"index\": 0", "\"index\": 7"), "shard index 7 of 2");
+  expect_refused(csv, with("\"index\": 0", "\"index\": \"zero\""), "a string index");
+  expect_refused(body + "junk\n", side, "a junk row");
+  expect_refused(csv, "{", "a sidecar that is not JSON");
+  expect_refused(csv, "[1, 2]", "a sidecar that is not an object");
+  write(x, csv), write(x + ".json", side);
+  EXPECT_EQ(sh(kBin + " merge " + x + " " + b + " --out " + out), 0);  // the copy itself is fine
 }
 
 TEST(ScaleOut, MpiRanksGiveTheSingleProcessBytes) {
