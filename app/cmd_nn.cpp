@@ -16,6 +16,7 @@
 
 #include "app/commands.h"
 #include "cuda/device.h"
+#include "io/parse.h"
 #include "nn/backend.h"
 #include "nn/config.h"
 #include "nn/experiment.h"
@@ -43,6 +44,11 @@ void set_threads(int threads) {
 // runs on, and OpenMP's failure to make them is no message).
 void add_threads_option(CLI::App& app, int& threads) {
   app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::Range(1, kMaxThreads));
+}
+
+// A path option given as '' is refused rather than read as "the default".
+void require_named_if_given(const CLI::App& app, const char* flag, const std::string& value) {
+  if (app.count(flag) && value.empty()) throw nn::ConfigError(std::string(flag) + ": an empty path; name a file");
 }
 
 // --tf32 beside --device.
@@ -89,6 +95,7 @@ int cmd_train(const std::vector<std::string>& args) {
   set_threads(threads);
   const nn::RunConfig c = nn::load_run_config(config);
   const nn::BackendFactory backend = model_backend(device, tf32);
+  require_named_if_given(app, "--out", out);
   if (out.empty()) out = (fs::path("runs") / fs::path(config).stem()).string();
   const nn::TrainSummary s = nn::train_run(c, {out, resume, !quiet, backend});
   if (!quiet && dist::is_root())
@@ -113,6 +120,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   require_model_device(device, tf32);
   set_threads(threads);
   const nn::BackendFactory backend = model_backend(device, tf32);
+  require_named_if_given(app, "--out", out);
   if (out.empty()) out = (fs::path(run) / "eval.csv").string();
   const std::string rows = nn::evaluate_run(run, lengths, out, !quiet, backend);
   std::fputs((nn::eval_csv_header() + rows).c_str(), stdout);
@@ -123,15 +131,15 @@ int cmd_passkey(const std::vector<std::string>& args) {
   CLI::App app{"passkey retrieval: a key planted at each depth of each window length, asked for at the end",
                "routelab passkey"};
   std::string run, lengths = "1x,2x,4x,8x,16x,32x,64x", out;
-  std::vector<double> depths = {0, 0.25, 0.5, 0.75, 1};
+  std::string depths_text = "0,0.25,0.5,0.75,1";
   int trials = 20, threads = 0;
   long long seed = 1;
   bool quiet = false, tf32 = false;
   std::string device = "cpu";
   app.add_option("--run", run, "run directory written by routelab train")->required();
   app.add_option("--lengths", lengths, "window lengths: multiples of the training length (4x) or integers");
-  app.add_option("--depths", depths, "where the key sits, as fractions of the filler (0 = start, 1 = end)")
-      ->delimiter(',');
+  app.add_option("--depths", depths_text,
+                 "where the key sits, comma-separated fractions of the filler (0 = start, 1 = end)");
   app.add_option("--trials", trials, "keys per length and depth")->check(CLI::Range(1, 100000));
   app.add_option("--seed", seed, "draws the keys and the filler offsets")
       ->check(CLI::Range(0LL, (1LL << 62)).description("an integer in [0, 2^62]"));
@@ -143,7 +151,19 @@ int cmd_passkey(const std::vector<std::string>& args) {
   if (int s = parse_subcommand(app, args, "passkey"); s >= 0) return s;
   require_model_device(device, tf32);
   set_threads(threads);
+  require_named_if_given(app, "--out", out);
   if (out.empty()) out = (fs::path(run) / "passkey.csv").string();
+  std::vector<double> depths;
+  const auto items = split_list(depths_text);
+  for (const auto& item : items.value_or(std::vector<std::string>{})) {
+    const auto d = parse_finite(item);
+    if (!d || *d < 0 || *d > 1) depths.clear(), depths_text.clear();
+    if (depths_text.empty()) break;
+    depths.push_back(*d);
+  }
+  if (!items || depths.empty())
+    throw nn::ConfigError(fmt::format("--depths: '{}' is not accepted; comma-separated fractions in [0, 1], no empty "
+                                      "item", app.get_option("--depths")->as<std::string>()));
   std::fputs(nn::passkey_run(run, lengths, depths, trials, uint64_t(seed), out, !quiet, model_backend(device, tf32))
                  .c_str(),
              stdout);
@@ -174,6 +194,7 @@ int cmd_probe(const std::vector<std::string>& args) {
     throw nn::ConfigError(fmt::format("--window: {} must be at least 1", window));
   o.window = window;
   o.progress = !quiet;
+  require_named_if_given(app, "--csv", o.csv);
   if (o.csv.empty()) {
     if (o.runs.size() > 1) throw nn::ConfigError("--csv: name the output file when probing several runs");
     o.csv = (fs::path(o.runs[0]) / "probe.csv").string();

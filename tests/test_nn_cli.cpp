@@ -204,6 +204,14 @@ TEST(nn_cli, passkey_writes_one_row_per_length_and_depth) {
   EXPECT_EQ(slurp(tmp / "run/passkey.csv"), r.out);
   expect_refusal(run_routelab("passkey --run run --lengths 1x", tmp.path, tmp.path), "too short for a passkey");
   expect_refusal(run_routelab("passkey --run run --lengths 128 --depths 2", tmp.path, tmp.path), "[0, 1]");
+  expect_refusal(run_routelab("passkey --run run --lengths 128 --depths 0,,1", tmp.path, tmp.path), "no empty item");
+  // Lengths past the validation stream are bad input everywhere (eval and
+  // passkey used to exit 1), and an empty --out is not "the default".
+  for (const char* cmd : {"eval", "passkey", "probe"})
+    expect_refusal(run_routelab(std::string(cmd) + " --run run --lengths 100000", tmp.path, tmp.path),
+                   "longer than the validation stream");
+  expect_refusal(run_routelab("eval --run run --lengths 1x --out ''", tmp.path, tmp.path), "--out: an empty path");
+  expect_refusal(run_routelab("probe --run run --lengths 1x --csv ''", tmp.path, tmp.path), "--csv: an empty path");
 }
 
 TEST(nn_cli, bad_configs_are_refused_before_any_file_is_written) {

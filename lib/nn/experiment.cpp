@@ -363,6 +363,12 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengt
   require_same_config(ck, r.config, checkpoint_path(run_dir));
   r.step = ck.step;
   r.corpus = data::load_corpus(r.config.corpus);
+  // A window of L bytes predicts L + 1: every length must fit the stream.
+  for (int64_t L : r.lengths)
+    if (L + 1 > int64_t(r.corpus.val.size()))
+      throw ConfigError(fmt::format("--lengths: {} is longer than the validation stream of {} ({} bytes); accepted: "
+                                    "at most {}",
+                                    L, run_dir, r.corpus.val.size(), r.corpus.val.size() - 1));
   r.model = std::make_unique<Model<float>>(r.config.model, r.config.train.seed);
   r.model->params = ck.params;
   return r;
