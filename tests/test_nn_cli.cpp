@@ -381,3 +381,24 @@ TEST(nn_cli, mpirun_two_ranks_reach_the_single_process_weights) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace routelab::testing;
+
+// A model no machine here can hold is refused before anything is allocated
+// or written (it used to end in std::bad_alloc and exit status 1).
+TEST(nn_cli, impossible_sizes_are_refused_before_allocating) {
+  TempDir tmp;
+  spit(tmp / "big.toml", "[model]\nd_model = 8192\nheads = 64\nlayers = 256\ncontext = 4096\n[train]\nbatch = 64\n"
+                         "[data]\ncorpus = \"" + kSlice + "\"\n");
+  expect_refusal(run_routelab("train --config big.toml --out run", tmp.path, tmp.path), "GiB this machine has available");
+  EXPECT_FALSE(fs::exists(tmp / "run"));
+  spit(tmp / "e.toml", "[experiment]\nschemes = [\"rope\"]\nseeds = [1]\nout = \"r\"\ncsv = \"o/x.csv\"\n" +
+                           slurp(tmp / "big.toml"));
+  expect_refusal(run_routelab("experiment e.toml --no-plot", tmp.path, tmp.path), "GiB this machine has available");
+  EXPECT_FALSE(fs::exists(tmp / "r"));
+  EXPECT_FALSE(fs::exists(tmp / "o"));
+}
+
+}  // namespace

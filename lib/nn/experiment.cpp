@@ -15,6 +15,7 @@
 #include "io/table.h"
 #include "nn/checkpoint.h"
 #include "nn/eval.h"
+#include "nn/memory.h"
 #include "nn/model.h"
 #include "nn/passkey.h"
 #include "nn/scheme.h"
@@ -320,6 +321,9 @@ ExperimentConfig load_experiment_config(const std::string& path) {
   std::stable_sort(e.points.begin(), e.points.end(),
                    [&](const ExperimentPoint& a, const ExperimentPoint& b) { return seed_rank(a) < seed_rank(b); });
   if (e.passkey_lengths.empty()) e.passkey_lengths = e.lengths;
+  for (const auto& p : e.points)
+    require_memory(training_bytes(p.config.model, p.config.train.batch, p.config.model.context),
+                   fmt::format("{}: {}'s training", path, p.dir));
   for (const auto& p : e.points) {
     auto lengths_of = [&](const std::string& key, const std::string& text) {
       try {
@@ -369,6 +373,7 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengt
       throw ConfigError(fmt::format("--lengths: {} is longer than the validation stream of {} ({} bytes); accepted: "
                                     "at most {}",
                                     L, run_dir, r.corpus.val.size(), r.corpus.val.size() - 1));
+  for (int64_t L : r.lengths) require_memory(evaluation_bytes(r.config.model, L), fmt::format("evaluating at {}", L));
   r.model = std::make_unique<Model<float>>(r.config.model, r.config.train.seed);
   r.model->params = ck.params;
   return r;

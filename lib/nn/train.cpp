@@ -1,5 +1,7 @@
 #include "nn/train.h"
 
+#include "nn/memory.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -116,6 +118,9 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
 
   // The model and its optimiser, on the CPU or the device the caller chose
   // (built before anything is written: a device that refuses leaves no trace).
+  if (!opt.backend)
+    require_memory(training_bytes(c.model, local_B, T),
+                   fmt::format("training (a batch of {} x {} bytes)", local_B, T));
   const BackendFactory make_model = opt.backend ? opt.backend : cpu_backend_factory();
   const std::unique_ptr<ModelBackend> model = make_model(c.model, c.train.seed);
   // Every rank has read the run directory before the root writes to it.

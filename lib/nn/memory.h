@@ -1,0 +1,27 @@
+// What a model will allocate, checked against the machine before it does
+// (issue 16: impossible sizes ended in std::bad_alloc and exit status 1).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "nn/config.h"
+
+namespace routelab::nn {
+
+// Bytes of a training run on the CPU: parameters, gradients and AdamW's two
+// moments, and the activation arena with its gradient arena for a batch of
+// B x T.
+std::size_t training_bytes(const ModelConfig& m, int B, int64_t T);
+// Bytes of evaluation at window length L: parameters and the shared arena for
+// eval_batch(L) windows.
+std::size_t evaluation_bytes(const ModelConfig& m, int64_t L);
+// The machine's available memory (MemAvailable of /proc/meminfo); 0 when it
+// cannot be read, and then no check is made.
+std::size_t available_memory_bytes();
+// ConfigError naming `what` and both sizes when `bytes` exceeds what is
+// available.
+void require_memory(std::size_t bytes, const std::string& what);
+
+}  // namespace routelab::nn
