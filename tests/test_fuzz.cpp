@@ -1,0 +1,201 @@
+// Fuzzing every reader of outside data (issue 16): TOML run and experiment
+// configs, sim flags, checkpoints, the corpus folder, and shard partials with
+// their sidecars. A seeded random-mutation loop starts from a valid input and
+// flips, inserts, deletes, duplicates and truncates bytes; each reader must
+// then either succeed or refuse with one of the errors the CLI turns into one
+// line and exit status 2 (BadInput, ConfigError, CheckpointError, CorpusError,
+// RunDirError, OutputError). Any other exception, a crash or a hang is a
+// finding. Each reader runs for ROUTELAB_FUZZ_SECONDS (default 1; longer by
+// hand) and the test prints its executions.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cli_helpers.h"
+#include "data/brown.h"
+#include "groups/family.h"
+#include "io/output.h"
+#include "nn/checkpoint.h"
+#include "nn/config.h"
+#include "nn/experiment.h"
+#include "nn/train.h"
+#include "rng/stream.h"
+#include "sims/runner.h"
+
+namespace {
+
+using namespace routelab;
+using namespace routelab::testing;
+
+double fuzz_seconds() {
+  const char* s = std::getenv("ROUTELAB_FUZZ_SECONDS");
+  return s ? std::atof(s) : 1.0;
+}
+
+// One random edit of `x`: flip a bit, set a byte, insert or delete a run,
+// duplicate a slice, or truncate; bytes are drawn partly from the input
+// itself and from characters that matter to the formats.
+std::string mutate(std::string x, Stream& s) {
+  static const std::string special = "0123456789-+.eE,\"[]{}=:\n \t\\x00nulltruefalseinfnan";
+  const int edits = 1 + int(s.below(4));
+  for (int e = 0; e < edits; ++e) {
+    const std::size_t n = x.size();
+    const std::size_t at = n ? std::size_t(s.below(n)) : 0;
+    switch (s.below(7)) {
+      case 0:
+        if (n) x[at] = char(x[at] ^ (1 << s.below(8)));
+        break;
+      case 1:
+        if (n) x[at] = special[s.below(special.size())];
+        break;
+      case 2:
+        x.insert(at, 1 + s.below(8), special[s.below(special.size())]);
+        break;
+      case 3:
+        if (n) x.erase(at, 1 + s.below(16));
+        break;
+      case 4:
+        if (n) x.insert(at, x.substr(s.below(n), 1 + s.below(32)));
+        break;
+      case 5:
+        x.resize(n ? std::size_t(s.below(n)) : 0);
+        break;
+      default:
+        if (n) x[at] = char(s.below(256));
+        break;
+    }
+  }
+  return x;
+}
+
+// Runs `reader` on mutations of `seed_input` for the time budget; fails on any
+// exception outside the documented refusals. Returns the executions.
+long long fuzz(const char* name, const std::string& seed_input, const std::function<void(const std::string&)>& reader,
+               uint64_t seed) {
+  // The starting point itself is accepted, so the mutations explore from a
+  // valid input rather than from a refusal.
+  try {
+    reader(seed_input);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << name << ": the unmutated input is refused: " << e.what();
+    return 0;
+  }
+  Stream s(seed, 0);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(fuzz_seconds());
+  long long runs = 0, refused = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    const std::string input = mutate(seed_input, s);
+    ++runs;
+    try {
+      reader(input);
+    } catch (const BadInput&) {
+      ++refused;
+    } catch (const nn::ConfigError&) {
+      ++refused;
+    } catch (const nn::CheckpointError&) {
+      ++refused;
+    } catch (const data::CorpusError&) {
+      ++refused;
+    } catch (const nn::RunDirError&) {
+      ++refused;
+    } catch (const OutputError&) {
+      ++refused;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << name << ": execution " << runs << " threw " << typeid(e).name() << ": " << e.what()
+                    << "\ninput:\n"
+                    << input;
+      return runs;
+    }
+  }
+  std::printf("fuzz %-12s %lld executions, %lld refused, %lld accepted\n", name, runs, refused, runs - refused);
+  return runs;
+}
+
+TEST(Fuzz, RunAndExperimentConfigs) {
+  TempDir tmp;
+  const std::string base = tiny_config("learned_qkv", 10, 5);
+  const std::string experiment = "[experiment]\nschemes = [\"rope\", \"learned_qk\"]\nseeds = [1, 2]\nlengths = "
+                                 "\"1x,2x\"\nout = \"r\"\ncsv = \"o/x.csv\"\npasskey_trials = 2\npasskey_lengths = \"8x\"\n"
+                                 "[experiment.sweep]\nlearned_sigma = [0.5, 1]\n"
+                                 "[[experiment.arms]]\nschemes = [\"projected_qkv\"]\nsweep = { lr = [0.001] }\n" +
+                                 base;
+  const fs::path file = tmp / "c.toml";
+  EXPECT_GT(fuzz("run config", base, [&](const std::string& text) {
+              spit(file, text);
+              nn::load_run_config(file.string());
+            }, 1), 0);
+  EXPECT_GT(fuzz("experiment", experiment, [&](const std::string& text) {
+              spit(file, text);
+              nn::load_experiment_config(file.string());
+            }, 2), 0);
+}
+
+TEST(Fuzz, SimFlags) {
+  const std::vector<std::string> seed_args = {"--family", "householder,so2", "--d", "4,6", "--a", "0.5", "--n",
+                                              "1,5",      "--samples",       "100", "--seed", "3", "--shard", "0/2"};
+  std::string joined;
+  for (const auto& a : seed_args) joined += a + "\x1f";
+  EXPECT_GT(fuzz("sim flags", joined, [&](const std::string& text) {
+              std::vector<std::string> args;
+              std::size_t at = 0;
+              for (std::size_t next; (next = text.find('\x1f', at)) != std::string::npos; at = next + 1)
+                args.push_back(text.substr(at, next - at));
+              const RunRequest req = parse_sim_args("moment-decay", args);
+              expand_points(req);
+            }, 3), 0);
+}
+
+TEST(Fuzz, Checkpoints) {
+  TempDir tmp;
+  spit(tmp / "c.toml", tiny_config("rope", 4, 2));
+  nn::train_run(nn::load_run_config((tmp / "c.toml").string()), {(tmp / "run").string(), false, false});
+  const std::string valid = slurp(tmp / "run/checkpoint.bin");
+  const fs::path file = tmp / "ck.bin";
+  EXPECT_GT(fuzz("checkpoint", valid, [&](const std::string& bytes) {
+              spit(file, bytes);
+              nn::load_checkpoint(file.string());
+            }, 4), 0);
+}
+
+TEST(Fuzz, CorpusFolder) {
+  TempDir tmp;
+  for (const char* f : {"train.txt", "val.txt", "SHA256SUMS"})
+    fs::copy_file(fs::path(kSlice) / f, tmp / f);
+  const std::string sums = slurp(tmp / "SHA256SUMS"), val = slurp(tmp / "val.txt");
+  // The sums file is small and structured: mutate it; and the text itself.
+  EXPECT_GT(fuzz("corpus sums", sums, [&](const std::string& text) {
+              spit(tmp / "SHA256SUMS", text);
+              data::load_corpus(tmp.path);
+            }, 5), 0);
+  spit(tmp / "SHA256SUMS", sums);
+  EXPECT_GT(fuzz("corpus text", val.substr(0, 4000), [&](const std::string& text) {
+              spit(tmp / "val.txt", text + val.substr(4000));
+              data::load_corpus(tmp.path);
+            }, 6), 0);
+}
+
+TEST(Fuzz, ShardPartials) {
+  TempDir tmp;
+  const std::string sweep = "sim spectral-gap --family so2,givens --d 2,4 --samples 200";
+  ASSERT_EQ(run_routelab(sweep + " --shard 0/2 --out a.csv", tmp.path, tmp.path).status, 0);
+  ASSERT_EQ(run_routelab(sweep + " --shard 1/2 --out b.csv", tmp.path, tmp.path).status, 0);
+  const std::string csv = slurp(tmp / "a.csv"), side = slurp(tmp / "a.csv.json");
+  const std::vector<std::string> paths = {(tmp / "x.csv").string(), (tmp / "b.csv").string()};
+  EXPECT_GT(fuzz("partial csv", csv, [&](const std::string& text) {
+              spit(tmp / "x.csv", text);
+              spit(tmp / "x.csv.json", side);
+              merge_partials(paths, nullptr);
+            }, 7), 0);
+  EXPECT_GT(fuzz("sidecar", side, [&](const std::string& text) {
+              spit(tmp / "x.csv", csv);
+              spit(tmp / "x.csv.json", text);
+              merge_partials(paths, nullptr);
+            }, 8), 0);
+}
+
+}  // namespace
