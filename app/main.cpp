@@ -203,7 +203,7 @@ int run(int argc, char** argv) {
     if (app.got_subcommand("verify")) {
       const auto start = std::chrono::steady_clock::now();
       OutputFiles files("verify");
-      if (!out.empty()) files.output(out, "--out"), files.output(out + ".json", "the sidecar --out FILE.json");
+      if (verify->count("--out")) files.output(out, "--out"), files.output(out + ".json", "the sidecar --out FILE.json");
       VerifyResult r = run_verify(quick, threads, uint64_t(seed), isatty(2));
       if (!dist::is_root()) return r.failures == 0 ? 0 : 1;
       if (!out.empty()) {
