@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 
 namespace routelab::testing {
@@ -55,6 +56,21 @@ inline CliResult run_routelab(const std::string& args, const fs::path& scratch, 
   fs::remove(out);
   fs::remove(err);
   return r;
+}
+
+// Every file under a folder (a symbolic link as its target's name, a folder
+// as "<dir>") with its contents: to check that a refusal left it exactly as
+// it was. run_routelab's capture files are not part of it.
+inline std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    const std::string name = fs::relative(e.path(), dir).string();
+    if (name.starts_with(".std")) continue;
+    out[name] = e.is_symlink() ? "-> " + fs::read_symlink(e.path()).string()
+                : e.is_regular_file() ? slurp(e.path())
+                                      : "<dir>";
+  }
+  return out;
 }
 
 inline int count_lines(const std::string& s) {

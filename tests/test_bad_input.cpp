@@ -5,7 +5,6 @@
 // (every file's name and contents, inputs included).
 #include <gtest/gtest.h>
 
-#include <map>
 #include <string>
 
 #include "cli_helpers.h"
@@ -13,18 +12,6 @@
 namespace {
 
 using namespace routelab::testing;
-
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    const std::string name = fs::relative(e.path(), dir).string();
-    if (name.starts_with(".std")) continue;  // run_routelab's capture files
-    out[name] = e.is_symlink() ? "-> " + fs::read_symlink(e.path()).string()
-                : e.is_regular_file() ? slurp(e.path())
-                                      : "<dir>";
-  }
-  return out;
-}
 
 struct Case {
   const char* args;

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <map>
 #include <string>
 
 #include "cli_helpers.h"
@@ -20,19 +19,6 @@ namespace {
 
 using namespace routelab;
 using namespace routelab::testing;
-
-// Every file under a folder with its contents: "left exactly as it was".
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    const std::string name = fs::relative(e.path(), dir).string();
-    if (name.starts_with(".std")) continue;  // run_routelab's own capture files
-    out[name] = e.is_symlink() ? "-> " + fs::read_symlink(e.path()).string()
-                : e.is_regular_file() ? slurp(e.path())
-                                      : "<dir>";
-  }
-  return out;
-}
 
 void expect_refused(const std::string& what, const std::function<void(OutputFiles&)>& declare) {
   OutputFiles files("test");
