@@ -29,6 +29,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "cli_helpers.h"
@@ -76,7 +77,7 @@ struct ModelPair {
   }
 };
 
-std::vector<float> slice(const std::vector<float>& v, const nn::ParamTensor& t) {
+std::vector<float> slice(std::span<const float> v, const nn::ParamTensor& t) {
   return {v.begin() + std::ptrdiff_t(t.offset), v.begin() + std::ptrdiff_t(t.offset + t.size)};
 }
 

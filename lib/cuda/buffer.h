@@ -45,7 +45,10 @@ class DeviceBuffer {
     if (n) CUDA_CHECK(cudaMalloc(&ptr_, n * sizeof(T)));
   }
   // A device copy of host data.
-  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
+  template <class Alloc>
+  explicit DeviceBuffer(const std::vector<T, Alloc>& host) : DeviceBuffer(host.size()) {
+    upload(host);
+  }
   ~DeviceBuffer() {
     if (ptr_) cudaFree(ptr_);  // no throw from a destructor; a failed free leaks
   }
@@ -62,7 +65,8 @@ class DeviceBuffer {
   const T* data() const { return ptr_; }
   std::size_t size() const { return n_; }
 
-  void upload(const std::vector<T>& host) {
+  template <class Alloc>
+  void upload(const std::vector<T, Alloc>& host) {
     if (host.size() != n_) throw std::invalid_argument("DeviceBuffer::upload: size mismatch");
     if (n_) CUDA_CHECK(cudaMemcpy(ptr_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
   }

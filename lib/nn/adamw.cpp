@@ -13,13 +13,13 @@ double learning_rate(const TrainConfig& c, int step) {
   return min_lr + 0.5 * (c.lr - min_lr) * (1.0 + std::cos(M_PI * progress));
 }
 
-double global_norm(const std::vector<float>& g) {
+double global_norm(std::span<const float> g) {
   double s = 0;
   for (float x : g) s += double(x) * double(x);
   return std::sqrt(s);
 }
 
-void AdamW::update(std::vector<float>& params, const std::vector<float>& grads, const std::vector<ParamTensor>& tensors,
+void AdamW::update(std::span<float> params, std::span<const float> grads, const std::vector<ParamTensor>& tensors,
                    const TrainConfig& c, double lr, double grad_scale, int t) {
   const float b1 = float(c.beta1), b2 = float(c.beta2), eps = float(c.eps);
   const float corr1 = float(1.0 - std::pow(c.beta1, t)), corr2 = float(1.0 - std::pow(c.beta2, t));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "nn/config.h"
@@ -15,14 +16,14 @@ namespace routelab::nn {
 double learning_rate(const TrainConfig& c, int step);
 
 // sqrt(sum g^2), summed in double in a fixed order.
-double global_norm(const std::vector<float>& g);
+double global_norm(std::span<const float> g);
 
 struct AdamW {
   std::vector<float> m, v;
   explicit AdamW(std::size_t n = 0) : m(n, 0.f), v(n, 0.f) {}
   // One update with bias correction for update number t (1-based). Gradients
   // are scaled by `grad_scale` first (clipping).
-  void update(std::vector<float>& params, const std::vector<float>& grads, const std::vector<ParamTensor>& tensors,
+  void update(std::span<float> params, std::span<const float> grads, const std::vector<ParamTensor>& tensors,
               const TrainConfig& c, double lr, double grad_scale, int t);
 };
 

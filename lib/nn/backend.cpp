@@ -26,7 +26,7 @@ void CpuBackend::adamw_update(const TrainConfig& c, double lr, double grad_scale
 
 void CpuBackend::set_params(const std::vector<float>& params) {
   if (params.size() != model_->params.size()) throw std::invalid_argument("CpuBackend::set_params: size mismatch");
-  model_->params = params;
+  model_->params.assign(params.begin(), params.end());
 }
 
 void CpuBackend::set_optimizer(const AdamW& opt) {

@@ -73,7 +73,7 @@ class CpuBackend final : public ModelBackend {
   void adamw_update(const TrainConfig& c, double lr, double grad_scale, int t) override;
   void set_params(const std::vector<float>& params) override;
   void set_optimizer(const AdamW& opt) override;
-  std::vector<float> params() override { return model_->params; }
+  std::vector<float> params() override { return {model_->params.begin(), model_->params.end()}; }
   AdamW optimizer() override { return adam_; }
 
  private:

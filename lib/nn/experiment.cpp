@@ -375,14 +375,14 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengt
                                     L, run_dir, r.corpus.val.size(), r.corpus.val.size() - 1));
   for (int64_t L : r.lengths) require_memory(evaluation_bytes(r.config.model, L), fmt::format("evaluating at {}", L));
   r.model = std::make_unique<Model<float>>(r.config.model, r.config.train.seed);
-  r.model->params = ck.params;
+  r.model->params.assign(ck.params.begin(), ck.params.end());
   return r;
 }
 
 std::unique_ptr<ModelBackend> trained_run_backend(TrainedRun& run, const BackendFactory& backend) {
   if (!backend) return std::make_unique<CpuBackend>(*run.model);
   std::unique_ptr<ModelBackend> model = backend(run.config.model, run.config.train.seed);
-  model->set_params(run.model->params);
+  model->set_params({run.model->params.begin(), run.model->params.end()});
   return model;
 }
 

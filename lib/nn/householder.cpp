@@ -1,4 +1,5 @@
 #include "nn/householder.h"
+#include "nn/host_vector.h"
 #include "nn/householder_step.h"
 
 #include <algorithm>
@@ -148,7 +149,7 @@ void attention_forward_tiled(R* o, const R* q, const R* k, const R* v, const R* 
                              AttentionShape s) {
 #pragma omp parallel
   {
-    std::vector<R> S(std::size_t(s.T) * L), U(std::size_t(s.hd) * L), A(U.size());
+    HostVector<R> S(std::size_t(s.T) * L), U(std::size_t(s.hd) * L), A(U.size());
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
       const Head<R> h = head(q, k, v, w, beta, bh, s);
@@ -172,7 +173,7 @@ void attention_backward_tiled(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o
     // the head's dk, dv, dw, dbeta lane by lane (a sum over lanes per key and
     // tile would cost as much as the tile's FMAs).
     const std::size_t block = std::size_t(s.T) * d * L;
-    std::vector<R> us(block), accs(block), dk_lanes(block), dv_lanes(block), dw_lanes(block),
+    HostVector<R> us(block), accs(block), dk_lanes(block), dv_lanes(block), dw_lanes(block),
         dbeta_lanes(std::size_t(s.T) * L), S(std::size_t(s.T) * L), O(std::size_t(d) * L), A(O.size()), Y(O.size());
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
@@ -308,7 +309,7 @@ void householder_attention_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const 
 template <class R>
 void householder_row_logits(R* logits, const R* q, const R* k, const R* w, const R* beta, int64_t bh, int64_t i,
                             AttentionShape s) {
-  std::vector<R> U(s.hd);
+  HostVector<R> U(s.hd);
   tile_scores<R, 1>(logits, (R*)nullptr, U.data(), head(q, k, (const R*)nullptr, w, beta, bh, s), i, 1);
 }
 

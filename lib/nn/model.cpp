@@ -145,7 +145,7 @@ template <class R>
 struct Model<R>::Arena : ActivationLayout<R> {
   int B = 0, T = 0;
   bool shared = false;
-  std::vector<R> mem;
+  HostVector<R> mem;
 
   void allocate(const ModelConfig& m, int B_, int T_, bool shared_) {
     if (B_ == B && T_ == T && shared_ == shared && !mem.empty()) return;

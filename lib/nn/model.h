@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "nn/host_vector.h"
+
 #include "nn/attention.h"
 #include "nn/config.h"
 #include "nn/householder.h"
@@ -68,7 +70,7 @@ class Model {
 
   const ModelConfig& config() const { return config_; }
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
-  std::vector<R> params, grads;
+  HostVector<R> params, grads;
 
   // GPT-2's initialisation: N(0, 0.02), residual projections scaled by
   // 1/sqrt(2 L), LayerNorm weights 1, biases 0, angle tables by the scheme.

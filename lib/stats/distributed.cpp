@@ -78,7 +78,7 @@ void allgather_chunks(const std::vector<double>& mine, const std::vector<long lo
   }
 }
 
-void mean_over_ranks(std::vector<float>& values) {
+void mean_over_ranks(std::span<float> values) {
   const int n = size();
   if (n == 1) return;
   const std::size_t len = values.size();
@@ -119,7 +119,7 @@ bool built_with_mpi() { return false; }
 void allgather_chunks(const std::vector<double>& mine, const std::vector<long long>&, std::vector<double>& all) {
   all = mine;
 }
-void mean_over_ranks(std::vector<float>&) {}
+void mean_over_ranks(std::span<float>) {}
 double mean_over_ranks(double value) { return value; }
 void barrier() {}
 void broadcast_bytes(void*, std::size_t) {}

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 namespace routelab::dist {
@@ -27,7 +28,7 @@ void allgather_chunks(const std::vector<double>& mine, const std::vector<long lo
 // all ranks); on return each holds the mean over ranks. The sum runs in double
 // in rank order on every rank, so all ranks end with the same floats whatever
 // the reduction algorithm of the MPI library.
-void mean_over_ranks(std::vector<float>& values);
+void mean_over_ranks(std::span<float> values);
 double mean_over_ranks(double value);
 // Every rank waits here until all have arrived.
 void barrier();
