@@ -209,7 +209,12 @@ int cmd_experiment(const std::vector<std::string>& args) {
   std::string config, python, device = "cpu";
   bool quiet = false, no_plot = false, tf32 = false, list = false;
   int threads = 0;
+  std::vector<std::string> only;
   app.add_option("config", config, "experiment TOML (e.g. experiments/extrapolation-cpu.toml)")->required();
+  app.add_option("--only", only,
+                 "SCHEME[,SCHEME...]: train and evaluate only these schemes' runs; every other run's rows are kept "
+                 "from the experiment's existing CSVs")
+      ->delimiter(',');
   app.add_flag("--list", list, "print every run (directory, scheme, seed, swept values, state) and stop");
   add_threads_option(app, threads);
   app.add_flag("--no-plot", no_plot, "write the CSVs only");
@@ -224,7 +229,7 @@ int cmd_experiment(const std::vector<std::string>& args) {
     std::fputs(nn::experiment_listing(e).c_str(), stdout);
     return 0;
   }
-  nn::run_experiment(e, !quiet, model_backend(device, tf32));
+  nn::run_experiment(e, !quiet, model_backend(device, tf32), only);
   if (no_plot) return 0;
   // The figure comes from plots/, which reads the CSV and never recomputes.
   const char* py = std::getenv("PY");

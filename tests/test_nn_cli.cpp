@@ -130,6 +130,38 @@ TEST(nn_cli, quick_experiment_gathers_every_scheme_and_length) {
   expect_refusal(run_routelab("experiment short.toml --no-plot --quiet", tmp.path, tmp.path),
                  "passkey_lengths: 16 is too short for passkey windows");
   EXPECT_FALSE(fs::exists(tmp / "out2"));
+
+  // --only reruns one scheme and keeps the other's rows byte for byte, even
+  // with its runs gone; the rerun scheme's rows come back the same (same
+  // seeds, same bytes).
+  const std::string first_pos = slurp(tmp / "out/x-positions.csv"), first_pk = slurp(tmp / "out/x-passkey.csv");
+  fs::remove_all(tmp / "runs/rope-s1");
+  fs::remove_all(tmp / "runs/rope-s2");
+  fs::remove_all(tmp / "runs/alibi-s2");
+  const auto o = run_routelab("experiment e.toml --no-plot --quiet --only alibi", tmp.path, tmp.path);
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_FALSE(fs::exists(tmp / "runs/rope-s1"));
+  EXPECT_TRUE(fs::exists(tmp / "runs/alibi-s2/checkpoint.bin"));
+  EXPECT_EQ(slurp(tmp / "out/x.csv"), first);
+  EXPECT_EQ(slurp(tmp / "out/x-positions.csv"), first_pos);
+  EXPECT_EQ(slurp(tmp / "out/x-passkey.csv"), first_pk);
+  EXPECT_EQ(nlohmann::json::parse(slurp(tmp / "out/x.csv.json"))["only"], nlohmann::json::array({"alibi"}));
+  // Refusals come before any work and leave the CSVs as they were.
+  expect_refusal(run_routelab("experiment e.toml --no-plot --quiet --only nope", tmp.path, tmp.path),
+                 "--only: 'nope' is not a scheme of this experiment; its schemes: rope, alibi");
+  expect_refusal(run_routelab("experiment e.toml --no-plot --quiet --only alibi,alibi", tmp.path, tmp.path),
+                 "--only lists 'alibi' twice");
+  std::string damaged = first;
+  damaged.erase(damaged.find("\nrope,2,"));
+  spit(tmp / "out/x.csv", damaged + "\n");
+  expect_refusal(run_routelab("experiment e.toml --no-plot --quiet --only alibi", tmp.path, tmp.path),
+                 "has no rows for runs/rope-s2");
+  EXPECT_EQ(slurp(tmp / "out/x.csv"), damaged + "\n");
+  spit(tmp / "o.toml", "[experiment]\nschemes = [\"rope\", \"alibi\"]\nseeds = [1]\nlengths = \"8x\"\n"
+                       "out = \"runs\"\ncsv = \"none/x.csv\"\n" + tiny_config("nope", 10, 5));
+  expect_refusal(run_routelab("experiment o.toml --no-plot --quiet --only alibi", tmp.path, tmp.path),
+                 "which does not exist; run without --only first");
+  EXPECT_FALSE(fs::exists(tmp / "none"));
 }
 
 // [experiment.sweep] and [[experiment.arms]]: one run per point a key

@@ -465,6 +465,44 @@ std::string with_swept(const std::string& lines, const std::vector<std::string>&
   return out;
 }
 
+// A point's rows are those starting with its key cells: scheme, the swept
+// values, seed.
+std::string point_prefix(const ExperimentPoint& p) {
+  std::string key = p.config.model.scheme + ",";
+  for (const auto& c : p.swept_values) key += c + ",";
+  return key + std::to_string(p.config.train.seed) + ",";
+}
+
+// The rows of an existing experiment CSV, for the points --only keeps.
+struct KeptRows {
+  std::string path, text;
+  std::string what;
+  std::string rows_of(const ExperimentPoint& p) const {
+    const std::string prefix = point_prefix(p);
+    std::string out;
+    std::istringstream in(body(text));
+    for (std::string line; std::getline(in, line);)
+      if (line.starts_with(prefix)) out += line + "\n";
+    if (out.empty())
+      throw ConfigError(fmt::format("--only: {} ({}) has no rows for {}, so it cannot be kept; run it too, or "
+                                    "run without --only",
+                                    path, what, p.dir));
+    return out;
+  }
+};
+
+KeptRows read_kept(const std::string& path, const std::string& header, const std::string& what) {
+  if (!fs::is_regular_file(path))
+    throw ConfigError(fmt::format("--only keeps the other runs' rows from {} ({}), which does not exist; run "
+                                  "without --only first",
+                                  path, what));
+  KeptRows k{path, slurp(path), what};
+  if (!k.text.starts_with(header))
+    throw ConfigError(fmt::format("--only: {} ({}) does not start with this experiment's header {}", path, what,
+                                  header.substr(0, header.size() - 1)));
+  return k;
+}
+
 }  // namespace
 
 std::string experiment_listing(const ExperimentConfig& e) {
@@ -489,8 +527,35 @@ std::string experiment_listing(const ExperimentConfig& e) {
   return out;
 }
 
-void run_experiment(const ExperimentConfig& e, bool progress, const BackendFactory& backend) {
+void run_experiment(const ExperimentConfig& e, bool progress, const BackendFactory& backend,
+                    const std::vector<std::string>& only) {
   const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < only.size(); ++i) {
+    if (std::find(e.schemes.begin(), e.schemes.end(), only[i]) == e.schemes.end())
+    {
+      std::string names;
+      for (const auto& s : e.schemes) names += (names.empty() ? "" : ", ") + s;
+      throw ConfigError(fmt::format("--only: '{}' is not a scheme of this experiment; its schemes: {}", only[i], names));
+    }
+    if (std::find(only.begin(), only.begin() + i, only[i]) != only.begin() + i)
+      throw ConfigError(fmt::format("--only lists '{}' twice", only[i]));
+  }
+  const auto reruns = [&](const ExperimentPoint& p) {
+    return only.empty() || std::find(only.begin(), only.end(), p.config.model.scheme) != only.end();
+  };
+  // The kept rows are read, and every kept point found in them, before any
+  // run trains.
+  const std::vector<std::string>& keys = e.swept_keys;
+  std::vector<KeptRows> kept;
+  if (!only.empty()) {
+    kept.push_back(read_kept(e.csv, with_swept(eval_csv_header(), keys), "[experiment] csv"));
+    kept.push_back(read_kept(positions_path(e.csv), with_swept(positions_csv_header(), keys), "its -positions.csv"));
+    if (e.passkey_trials > 0)
+      kept.push_back(read_kept(passkey_path(e.csv), with_swept(passkey_csv_header(), keys), "its -passkey.csv"));
+    for (const ExperimentPoint& p : e.points)
+      if (!reruns(p))
+        for (const KeptRows& k : kept) k.rows_of(p);
+  }
   // The combined CSVs are checked before any run trains; their folder is
   // made first (it is part of the experiment's tree).
   const fs::path csv_dir = fs::path(e.csv).parent_path();
@@ -505,6 +570,16 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
   for (const ExperimentPoint& p : e.points) {
     const RunConfig& c = p.config;
     const std::string& dir = p.dir;
+    nlohmann::json values = nlohmann::json::object();
+    for (std::size_t k = 0; k < e.swept_keys.size(); ++k) values[e.swept_keys[k]] = p.swept_values[k];
+    if (!reruns(p)) {
+      rows += kept[0].rows_of(p);
+      pos_rows += kept[1].rows_of(p);
+      if (e.passkey_trials > 0) passkey_rows += kept[2].rows_of(p);
+      runs.push_back({{"run", dir}, {"scheme", c.model.scheme}, {"seed", c.train.seed}, {"swept", values},
+                      {"rows_kept_from_previous_csv", true}});
+      continue;
+    }
     bool trained = false;
     if (fs::exists(checkpoint_path(dir))) {
       const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
@@ -539,21 +614,18 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
         passkey_run(dir, e.passkey_lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress, backend);
       passkey_rows += with_swept(body(slurp(pk)), p.swept_values);
     }
-    nlohmann::json values = nlohmann::json::object();
-    for (std::size_t k = 0; k < e.swept_keys.size(); ++k) values[e.swept_keys[k]] = p.swept_values[k];
     runs.push_back({{"run", dir},
                     {"scheme", c.model.scheme},
                     {"seed", c.train.seed},
                     {"swept", values},
                     {"train_seconds_this_call", train_s}});
   }
-  const std::vector<std::string>& keys = e.swept_keys;
   files.set(positions_path(e.csv), with_swept(positions_csv_header(), keys) + pos_rows);
   if (e.passkey_trials > 0) files.set(passkey_path(e.csv), with_swept(passkey_csv_header(), keys) + passkey_rows);
   files.set(e.csv, with_swept(eval_csv_header(), keys) + rows);
   nlohmann::json cfg = {{"command", "experiment"}, {"config", to_json(e.base)}, {"schemes", e.schemes},
                         {"seeds", e.seeds},         {"swept_keys", keys},       {"lengths", e.lengths},
-                        {"runs", runs}};
+                        {"only", only},             {"runs", runs}};
   files.set(e.csv + ".json",
             sidecar_text(e.csv, cfg, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
   files.commit();

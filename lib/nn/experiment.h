@@ -98,7 +98,13 @@ std::string experiment_listing(const ExperimentConfig& e);
 
 // Trains and evaluates every run not yet done, then writes the combined CSVs.
 // Training and evaluation run on `backend` (empty: the CPU); passkey retrieval
-// stays on the CPU.
-void run_experiment(const ExperimentConfig& e, bool progress, const BackendFactory& backend = {});
+// stays on the CPU. A non-empty `only` (schemes of the experiment) reruns
+// just those schemes' points: every other point's rows are kept, byte for
+// byte, from the experiment's existing CSVs, so one scheme can be retrained
+// (a changed default, say) without retraining the rest. Refused (ConfigError,
+// before any work) when a name is not one of the experiment's schemes or the
+// existing CSVs lack a header or rows for a kept point.
+void run_experiment(const ExperimentConfig& e, bool progress, const BackendFactory& backend = {},
+                    const std::vector<std::string>& only = {});
 
 }  // namespace routelab::nn
