@@ -272,6 +272,19 @@ def main():
               f"{rise(r, 16.0):+.3f} | {rise(r, 64.0):+.3f} | {yes[predicted]} | {yes[observed]} | "
               f"{'–' if observed is None else 'yes' if predicted == observed else 'NO'} |")
     print(f"\nthe prediction agrees with {agree} of the {judged} runs evaluated at 16x")
+    # How much the verdict hangs on the threshold: the thresholds at which
+    # the agreement is largest (it changes only at the observed rises).
+    pairs = [(rise(r, 16.0), r["window"] <= r["train_len"]) for r in runs if not math.isnan(rise(r, 16.0))]
+    if pairs:
+        cuts = sorted({x for x, _ in pairs})
+        best, lo, hi = -1, None, None
+        for k, c in enumerate(cuts):
+            n = sum(p == (x <= c) for x, p in pairs)
+            nxt = cuts[k + 1] if k + 1 < len(cuts) else math.inf
+            if n > best:
+                best, lo, hi = n, c, nxt
+        print(f"at most {best} of {len(pairs)} agree, for any threshold from {lo:.3f} up to (not including) "
+              f"{hi:.3f} bits per byte")
 
     print("\nblock dependence by start (mean over runs and layers): variance ratio (1 = independent) and mean "
           "|corr| between blocks, at each route length n / T")
