@@ -22,7 +22,8 @@ AdaptiveSelectionConfig config(long long M, double eps) {
   return c;
 }
 
-const SimRow& row(const std::vector<SimRow>& rows, const std::string& prefix) {
+// A copy: callers pass the rows of a call, a temporary that dies with the statement.
+SimRow row(const std::vector<SimRow>& rows, const std::string& prefix) {
   for (const auto& r : rows)
     if (r.quantity.rfind(prefix, 0) == 0) return r;
   throw std::runtime_error("no row " + prefix);

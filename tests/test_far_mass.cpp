@@ -23,7 +23,8 @@ SimContext small(long long samples) {
   return SimContext{11, 2, samples, 0};  // seed, threads, samples, point
 }
 
-const SimRow& row(const std::vector<SimRow>& rows, const std::string& result, const std::string& quantity,
+// A copy: callers pass the rows of a call, a temporary that dies with the statement.
+SimRow row(const std::vector<SimRow>& rows, const std::string& result, const std::string& quantity,
                   const std::string& ml = "") {
   for (const auto& r : rows) {
     if (r.result != result || r.quantity != quantity) continue;

@@ -25,7 +25,8 @@ std::string cell(const SimRow& r, const std::string& key) {
   return "";
 }
 
-const SimRow& row(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& key,
+// A copy: callers pass the rows of a call, a temporary that dies with the statement.
+SimRow row(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& key,
                   const std::string& value) {
   for (const auto& r : rows)
     if (r.quantity == quantity && cell(r, key) == value) return r;

@@ -20,7 +20,8 @@ SimContext small(long long samples, uint64_t seed = 3) {
   return SimContext{seed, 2, samples, 0};  // seed, threads, samples, point
 }
 
-const SimRow& row(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& n = "") {
+// A copy: callers pass the rows of a call, a temporary that dies with the statement.
+SimRow row(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& n = "") {
   for (const auto& r : rows) {
     if (r.quantity != quantity) continue;
     if (n.empty()) return r;

@@ -19,7 +19,8 @@ SimContext small(long long samples) {
   return SimContext{4, 2, samples, 0};  // seed, threads, samples, point
 }
 
-const SimRow& row(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& kind) {
+// A copy: callers pass the rows of a call, a temporary that dies with the statement.
+SimRow row(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& kind) {
   for (const auto& r : rows)
     if (r.quantity == quantity && r.kind == kind) return r;
   throw std::runtime_error("no row " + quantity + " " + kind);

@@ -26,7 +26,8 @@ Params flags(std::initializer_list<std::pair<const std::string, std::string>> se
   return p;
 }
 
-const SimRow& row(const std::vector<SimRow>& rows, const std::string& quantity) {
+// A copy: callers pass the rows of a call, a temporary that dies with the statement.
+SimRow row(const std::vector<SimRow>& rows, const std::string& quantity) {
   for (const auto& r : rows)
     if (r.quantity == quantity) return r;
   throw std::runtime_error("no row " + quantity);
