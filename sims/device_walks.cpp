@@ -64,8 +64,9 @@ struct GpuStepMatrices::State {
   long long clock = 0;
 };
 
-GpuStepMatrices::GpuStepMatrices(const StepLaw& law, const SimContext& ctx) : state_(new State(law, ctx)) {}
-GpuStepMatrices::~GpuStepMatrices() { delete state_; }
+GpuStepMatrices::GpuStepMatrices(const StepLaw& law, const SimContext& ctx)
+    : state_(std::make_unique<State>(law, ctx)) {}
+GpuStepMatrices::~GpuStepMatrices() = default;
 
 void GpuStepMatrices::get(long long i, double* out) {
   State& s = *state_;

@@ -6,6 +6,7 @@
 // --device cuda before any of them is reached.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,11 +33,14 @@ class GpuStepMatrices {
  public:
   GpuStepMatrices(const StepLaw& law, const SimContext& ctx);
   ~GpuStepMatrices();
+  // One owner of the device windows: a copy would share them.
+  GpuStepMatrices(const GpuStepMatrices&) = delete;
+  GpuStepMatrices& operator=(const GpuStepMatrices&) = delete;
   void get(long long i, double* out);
 
  private:
   struct State;
-  State* state_;
+  std::unique_ptr<State> state_;
 };
 
 // haar-mixing: per sample, at each ns[c], P_n(0,0), tr P_n, (tr P_n)^2, [det P_n > 0].

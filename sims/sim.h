@@ -36,7 +36,12 @@ struct SimRow {
   double ci_low = std::numeric_limits<double>::quiet_NaN();
   double ci_high = std::numeric_limits<double>::quiet_NaN();
   std::optional<double> theory;
-  std::string kind;     // exact, upper, lower, trend
+  // exact, upper, lower: a test against `theory` at a z (the helpers below).
+  // trend: a reported value. Its verdict is none, except where the sim
+  // decides from a rule it documents at the row (haar_mixing's
+  // first_n_indistinguishable_from_haar, random_variant's
+  // blocks_carrying_gap), which gives pass or fail.
+  std::string kind;
   std::string verdict;  // pass, fail, none
 };
 
@@ -111,8 +116,9 @@ SimRow lower_row(std::string result, std::string quantity, double estimate, doub
 // "probability <= bound" is expected to be refuted: pass iff the lower limit > bound.
 SimRow tail_bound_row(std::string result, std::string quantity, long long x, long long n, double bound,
                       bool negative_control = false);
-// A reported value without a verdict (kind "trend"): a mean with its standard
+// A reported value (kind "trend", verdict none): a mean with its standard
 // error, or a statistic with kNoStderr; theory, when given, is shown beside it.
+// A sim that decides a trend row by its own rule sets the verdict itself.
 SimRow trend_row(std::string result, std::string quantity, double estimate, double se, std::optional<double> theory);
 
 // The checks of each simulation on a given law; the planted-error tests call
