@@ -206,7 +206,7 @@ int cmd_probe(const std::vector<std::string>& args) {
 int cmd_experiment(const std::vector<std::string>& args) {
   CLI::App app{"train every scheme and seed of an experiment, evaluate each, gather one CSV and a figure",
                "routelab experiment"};
-  std::string config, python, device = "cpu";
+  std::string config, device = "cpu";
   bool quiet = false, no_plot = false, tf32 = false, list = false;
   int threads = 0;
   std::vector<std::string> only;

@@ -41,9 +41,6 @@ class FarMassAccumulator {
     const double near_scaled = near_.count ? near_.sum * ::exp(near_.max - far_.max) : 0.0;
     return ::sqrt(far_.sum2) / (near_scaled + far_.sum);
   }
-  // 1 - rho_D: the total near weight.
-  ROUTELAB_HOST_DEVICE double near_mass() const { return 1.0 - far_mass(); }
-  ROUTELAB_HOST_DEVICE long long near_count() const { return near_.count; }
   ROUTELAB_HOST_DEVICE long long far_count() const { return far_.count; }
 
  private:

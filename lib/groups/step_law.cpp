@@ -4,15 +4,6 @@
 
 namespace routelab {
 
-const char* det_class_name(DetClass c) {
-  switch (c) {
-    case DetClass::plus: return "+1";
-    case DetClass::minus: return "-1";
-    case DetClass::mixed: return "mixed";
-  }
-  return "?";
-}
-
 void StepLaw::apply_matrix(const double* step, Mat& P) const {
   for (Eigen::Index j = 0; j < P.cols(); ++j) apply(step, P.col(j).data());
 }

@@ -28,7 +28,6 @@ using Vec = Eigen::VectorXd;
 
 // Which component of O(d) the steps live on.
 enum class DetClass { plus, minus, mixed };
-const char* det_class_name(DetClass c);
 
 // Whether the walk's law converges to Haar on its component (Theorem 4 under
 // Assumption 2), as far as the paper or the structure of the law says.

@@ -141,16 +141,4 @@ std::vector<double> parallel_fill(long long n, int k, int threads, Fill&& fill) 
   return out;
 }
 
-// Calls body(i, thread) for i in [0, n) in parallel; for filling per-sample
-// arrays whose order is fixed by i.
-template <class Body>
-void parallel_for(long long n, int threads, Body&& body) {
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
-#pragma omp for schedule(dynamic, 256)
-    for (long long i = 0; i < n; ++i) body(i, t);
-  }
-}
-
 }  // namespace routelab

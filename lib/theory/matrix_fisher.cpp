@@ -23,11 +23,6 @@ double bessel_i_scaled(int nu, double x) {
   return sum / std::sqrt(2.0 * M_PI * x);
 }
 
-// Matrix-Fisher, SO(2)
-double fisher_so2_concentration(const Eigen::Matrix2d& A) {
-  return std::hypot(A(0, 0) + A(1, 1), A(1, 0) - A(0, 1));
-}
-
 // Matrix-Fisher, SO(2): item 4
 double fisher_so2_gap(double kappa_vm) { return bessel_i_scaled(1, kappa_vm) / bessel_i_scaled(0, kappa_vm); }
 

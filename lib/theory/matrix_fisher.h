@@ -15,7 +15,6 @@ double bessel_i_scaled(int nu, double x);
 
 // Matrix-Fisher, SO(2): tr(A^T R(theta)) = kappa_vm cos(theta - theta_0) with
 // kappa_vm = ((a11 + a22)^2 + (a21 - a12)^2)^{1/2}; kappa_vm = 2 kappa for A = kappa I.
-double fisher_so2_concentration(const Eigen::Matrix2d& A);
 // Matrix-Fisher, SO(2): E Q = (I_1/I_0)(kappa_vm) R(theta_0), so beta = I_1(kappa_vm)/I_0(kappa_vm).
 double fisher_so2_gap(double kappa_vm);
 // The von Mises(0, kappa_vm) CDF on [-pi, pi], by quadrature of its density.
