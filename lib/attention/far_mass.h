@@ -11,7 +11,7 @@
 
 #include <cmath>
 
-#include "cuda/host_device.h"
+#include "base/host_device.h"
 
 namespace routelab {
 

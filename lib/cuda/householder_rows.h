@@ -25,7 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cuda/host_device.h"
+#include "base/host_device.h"
 #include "nn/attention.h"
 
 namespace routelab::cuda {

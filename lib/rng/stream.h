@@ -14,7 +14,7 @@
 // so a device kernel draws the CPU's streams from the same code.
 #include <cmath>
 
-#include "cuda/host_device.h"
+#include "base/host_device.h"
 #ifdef __CUDACC__
 #define R123_CUDA_DEVICE __host__ __device__
 #endif

@@ -1,6 +1,7 @@
 // ROUTELAB_HOST_DEVICE marks a function that nvcc compiles for the host and
 // the device alike (lib/cuda/*.cu), and a plain C++ compiler for the host:
 // one source for the CPU code and the GPU kernels that must agree with it.
+// In base/, below every concern: rng/, nn/, attention/ and cuda/ use it.
 #pragma once
 
 #ifdef __CUDACC__
