@@ -1,5 +1,5 @@
 // Runs one simulation over a sweep: expands comma lists into parameter points,
-// runs each point, and assembles one tidy table (DESIGN.md's contract).
+// runs each point, and assembles one tidy table (the CSV contract: README, "Running a simulation").
 #pragma once
 
 #include <map>

@@ -1,4 +1,4 @@
-// The simulation contract (DESIGN.md): a simulation is a name, its own flags,
+// The simulation contract (README, "Running a simulation"): a simulation is a name, its own flags,
 // and a function from one parameter point to tidy rows. The runner expands
 // comma lists into parameter points, runs each, and writes one CSV.
 #pragma once
