@@ -547,14 +547,16 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
   // run trains.
   const std::vector<std::string>& keys = e.swept_keys;
   std::vector<KeptRows> kept;
+  // Per point, the kept rows of each CSV (eval, positions, passkey).
+  std::vector<std::vector<std::string>> kept_rows(e.points.size());
   if (!only.empty()) {
     kept.push_back(read_kept(e.csv, with_swept(eval_csv_header(), keys), "[experiment] csv"));
     kept.push_back(read_kept(positions_path(e.csv), with_swept(positions_csv_header(), keys), "its -positions.csv"));
     if (e.passkey_trials > 0)
       kept.push_back(read_kept(passkey_path(e.csv), with_swept(passkey_csv_header(), keys), "its -passkey.csv"));
-    for (const ExperimentPoint& p : e.points)
-      if (!reruns(p))
-        for (const KeptRows& k : kept) k.rows_of(p);
+    for (std::size_t i = 0; i < e.points.size(); ++i)
+      if (!reruns(e.points[i]))
+        for (const KeptRows& k : kept) kept_rows[i].push_back(k.rows_of(e.points[i]));
   }
   // The combined CSVs are checked before any run trains; their folder is
   // made first (it is part of the experiment's tree).
@@ -573,9 +575,10 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
     nlohmann::json values = nlohmann::json::object();
     for (std::size_t k = 0; k < e.swept_keys.size(); ++k) values[e.swept_keys[k]] = p.swept_values[k];
     if (!reruns(p)) {
-      rows += kept[0].rows_of(p);
-      pos_rows += kept[1].rows_of(p);
-      if (e.passkey_trials > 0) passkey_rows += kept[2].rows_of(p);
+      const std::vector<std::string>& k = kept_rows[std::size_t(&p - e.points.data())];
+      rows += k[0];
+      pos_rows += k[1];
+      if (e.passkey_trials > 0) passkey_rows += k[2];
       runs.push_back({{"run", dir}, {"scheme", c.model.scheme}, {"seed", c.train.seed}, {"swept", values},
                       {"rows_kept_from_previous_csv", true}});
       continue;
