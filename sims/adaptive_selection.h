@@ -1,4 +1,4 @@
-// The adaptive-selection simulation's core (CATALOGUE D.3), exposed so tests
+// The adaptive-selection simulation's core (docs/theory.md#d3), exposed so tests
 // can plant wrong bounds.
 #pragma once
 

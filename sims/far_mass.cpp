@@ -1,5 +1,5 @@
 // far-mass: how much of one query's softmax the far set takes, against the
-// paper's bounds (§4; CATALOGUE §4):
+// paper's bounds (§4; docs/theory.md#proposition-1 to #b12):
 //  - Proposition 1 (B.4): a score gap g and logit scale lambda cap the far mass
 //    rho_D <= M e^{-lambda g}/(K + M e^{-lambda g}) and a_D <= sqrt(M) e^{-lambda g}/K;
 //  - Proposition 3 (§4, B.6): logits in [-lambda, lambda] force
@@ -9,7 +9,7 @@
 //  - Proposition 4 (B.7): ||B_S||_op <= 1 - rho_D;
 //  - B.11/B.12: sigma_min(B_S U) >= (1 - rho_D)(1 - gamma), and the sandwich
 //    (1 - rho_D)(1 - gamma) <= sigma_min(B_S U) <= ||B_S||_op <= 1 - rho_D.
-// The inequalities are deterministic (CATALOGUE §2): zero violations beyond
+// The inequalities are deterministic (docs/theory.md#statistical-protocol): zero violations beyond
 // relative 1e-12 over random instances, and equality at each extremal
 // configuration to 1e-12.
 #include "sims/far_mass.h"
@@ -32,7 +32,7 @@ namespace routelab {
 
 namespace {
 
-constexpr double kRelTol = 1e-12;  // CATALOGUE §2: violations beyond relative 1e-12
+constexpr double kRelTol = 1e-12;  // theory.md's protocol: violations beyond relative 1e-12
 
 // By how much, relative to the bound, a value exceeds an upper bound or falls
 // short of a lower one (> kRelTol is a violation).

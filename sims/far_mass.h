@@ -1,5 +1,5 @@
 // far-mass: the softmax side of the aggregation model, checked bound by bound
-// (paper §4, B.4-B.7, B.11-B.12; CATALOGUE §4). The computational cores, with
+// (paper §4, B.4-B.7, B.11-B.12; docs/theory.md). The computational cores, with
 // the bounds passed in so a test can plant a wrong one and watch it fail.
 #pragma once
 
@@ -37,7 +37,7 @@ struct FarMassPoint {
 };
 
 // The deterministic inequalities over ctx.samples random instances in the
-// catalogue's ranges (Prop 1: K in [1,5], M in [1,200], lambda in [0.5,30],
+// protocol's ranges (Prop 1: K in [1,5], M in [1,200], lambda in [0.5,30],
 // scores on either side of the point's gap; Prop 3: lambda in [0.5,5], and
 // logits in [-5,5] for the spread form; Prop 4 and B.11/B.12: d in [2,8],
 // Dirichlet weights, Haar or exp(small skew) near transports), each as a

@@ -1,5 +1,5 @@
 // random-variant: the paper's "random" experimental scheme, block by block
-// (CATALOGUE note after Example 1, §5.6). Block b of d/2 turns by
+// (docs/theory.md#random-variant, #calibration item 6). Block b of d/2 turns by
 // U(-f_b, f_b), f_b = base^(-2b/d), at every token, so
 //  - beta_b = |E e^{i psi}| = sin f_b / f_b and, by Theorem 1,
 //    E e^{i Theta_{n,b}} = beta_b^n exactly (Re against beta_b^n, Im against 0);

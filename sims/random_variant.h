@@ -1,5 +1,5 @@
 // random-variant: the paper's "random" experimental positional scheme
-// (Appendix C "Model variants"; CATALOGUE note after Example 1), block by
+// (Appendix C "Model variants"; docs/theory.md#random-variant), block by
 // block. The computational core, with the per-block gaps passed in so a test
 // can plant wrong ones.
 #pragma once

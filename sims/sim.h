@@ -110,7 +110,7 @@ SimRow upper_row(std::string result, std::string quantity, double estimate, doub
 // kind "lower" passes iff estimate + z se >= bound.
 SimRow lower_row(std::string result, std::string quantity, double estimate, double se, double bound, double z);
 
-// One-sided Clopper-Pearson row for a tail probability (CATALOGUE §2): x of n
+// One-sided Clopper-Pearson row for a tail probability (docs/theory.md#statistical-protocol): x of n
 // trials exceeded; kind "upper", ci = [lower, upper] at level 1 - 3e-7,
 // pass iff the lower limit <= bound. With negative_control the claim
 // "probability <= bound" is expected to be refuted: pass iff the lower limit > bound.

@@ -125,7 +125,7 @@ std::vector<SimRow> run_softmax_scale(const Params& p, const SimContext& ctx) {
   return softmax_scale_rows(SoftmaxScaleTheory{}, parse_softmax_scale_point(p), ctx);
 }
 
-// Defaults: the catalogue's example (K = 1, M_max = 1000, rho* = 0.05,
+// Defaults: B.4's worked example (K = 1, M_max = 1000, rho* = 0.05,
 // a* = 0.01: lambda g >= 9.8522, the rho term binding); a* = 0.001 makes the
 // a term bind (lambda g >= 10.362) and separates the exact extremal value.
 const bool registered = register_sim({"softmax-scale",

@@ -1,5 +1,5 @@
 // value-transport: what the far sources add to a query's output through the
-// value path, c_i = sum_j alpha_j P_{j->i} v_j, with SO(2) blocks (CATALOGUE §1):
+// value path, c_i = sum_j alpha_j P_{j->i} v_j, with SO(2) blocks (docs/theory.md#conventions):
 // the far transport T_D has blocks |t_b| x rotation, t_b = sum_k alpha_k Pi_{k,b}.
 // Every point reports QK-only (no value transport: |t_b| = rho_D exactly)
 // beside QKV (accumulated phases) on the same draws.
@@ -13,7 +13,7 @@
 //                      covariance corollary D.4; Theorem 6 (B.10) for same-path weights.
 //                      BOUND checks of an exceedance frequency against eta by
 //                      Clopper-Pearson; one trial = one query with L sources.
-// Defaults sit where the bounds are informative (CATALOGUE §5.4): Theorem 7 with
+// Defaults sit where the bounds are informative (docs/theory.md#calibration item 4): Theorem 7 with
 // uniform weights is below rho only for M > (4 sqrt(log(4B/eta)) / ((1-beta)(1-beta^w)))^2
 // (the far_count_M row shows both); Theorem 6 needs spread weights, lambda/sqrt(2B) <~ 0.7,
 // L >= 2e4. The bound_over_rho_D rows say how far below rho_D each bound sits.

@@ -1,4 +1,4 @@
-// The value-transport simulation's core (CATALOGUE B.8, B.9, Theorem 6 / B.10,
+// The value-transport simulation's core (docs/theory.md#b8, #b9, #theorem-6,
 // D.1, Theorem 7 / D.2, D.4), exposed so tests can plant wrong bounds.
 #pragma once
 

@@ -1,4 +1,4 @@
-// `routelab verify`: every catalogued check at default sizes, as a table.
+// `routelab verify`: every check at default sizes, as a table.
 // The test suite runs the same checks at small sizes.
 #pragma once
 
@@ -16,7 +16,7 @@ struct Check {
   long long quick_samples;
 };
 
-// The catalogue's checks; samples at default sizes (quick: under a minute on
+// The checks; samples at default sizes (quick: under a minute on
 // two cores for all of them together).
 std::vector<Check> verify_checks(bool quick);
 

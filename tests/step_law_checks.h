@@ -65,7 +65,7 @@ inline Moments step_entry_moments(const StepLaw& law, uint64_t seed, long long n
 }
 
 // max over quantities of |mean - predicted| / stderr; the check passes at
-// max_abs_z <= 5 (CATALOGUE §2).
+// max_abs_z <= 5 (docs/theory.md#statistical-protocol).
 inline double max_abs_z(const Moments& m, const double* predicted) {
   double z = 0;
   for (int j = 0; j < m.size(); ++j) z = std::max(z, std::abs(m.mean[j] - predicted[j]) / m.stderr_of(j));

@@ -1,5 +1,5 @@
 // Heat-kernel-dithered steps (Example 6): valid draws (det -1, or mixed),
-// E[M] = E[L] a, and the catalogue's check E tr P_n, E (tr P_n)^2 against
+// E[M] = E[L] a, and the check E tr P_n, E (tr P_n)^2 against
 // tr((E M)^n) and tr(T^n), T = E[L (x) L] E[G (x) G], with planted wrong
 // closed forms.
 #include <cmath>
@@ -41,7 +41,7 @@ TEST(DitheredMean, MixedSignAgainstClosedForm) {
 }
 
 TEST(DitheredMoments, TraceMomentsOfTheWalkMatchExample6) {
-  // Catalogue Example 6 table: d = 4, tau = 0.5, coordinate normals, n = 1, 2, 5.
+  // Reference table for Example 6: d = 4, tau = 0.5, coordinate normals, n = 1, 2, 5.
   // The heat step is the walk at the default h = 0.005; mean() and
   // second_moment() are the walk's own (to O(tau h^2)).
   const int d = 4, N = 8000;
@@ -74,7 +74,7 @@ TEST(DitheredMoments, TraceMomentsOfTheWalkMatchExample6) {
   };
   const Mat mean = *law->mean(), second = *law->second_moment();
   EXPECT_LE(max_abs_z(m, predicted(mean, second).data()), 5.0);
-  // The catalogue's predictions are for the exact kernel, which the walk
+  // The closed-form predictions are for the exact kernel, which the walk
   // approaches as h -> 0 (a law is built, never drawn, at h = 1e-6).
   auto exact = make_step_law(dithered_params("4", "coordinate", "minus", "0.5", "1e-6"));
   const std::vector<double> table = predicted(*exact->mean(), *exact->second_moment());

@@ -52,8 +52,8 @@ FarMassPoint point(int K, double lambda, std::vector<long long> ML = {10, 1000, 
 
 // ---- closed forms ----
 
-// CATALOGUE's Proposition 3 table (K = 1) and B.4 example.
-TEST(FarMass, ClosedFormsMatchCatalogue) {
+// Proposition 3's lower bound at K = 1 and B.4's worked example, computed by hand.
+TEST(FarMass, ClosedFormsMatchReference) {
   EXPECT_NEAR(theory::prop3_far_mass_lower(1e2, 1, 2), 0.647, 5e-4);
   EXPECT_NEAR(theory::prop3_far_mass_lower(1e4, 1, 5), 0.312, 5e-4);
   EXPECT_NEAR(theory::prop3_far_mass_lower(1e6, 1, 5), 0.978, 5e-4);

@@ -31,8 +31,8 @@ TEST(FisherSteps, OrthogonalWithDeterminantOneAndPathsAgree) {
   expect_valid_steps(*make_step_law(fisher_params("4", "0.5")), 23, 100);
 }
 
-TEST(FisherTheory, So3NormaliserMatchesCatalogue) {
-  // CATALOGUE's quadrature values (verified there against 1e6 Haar draws).
+TEST(FisherTheory, So3NormaliserMatchesReference) {
+  // Reference values of c(S) by independent quadrature (and against 1e6 Haar draws).
   EXPECT_NEAR(theory::fisher_so3_normaliser(1, 0.5, 0.2), 1.25377, 1e-5);
   EXPECT_NEAR(theory::fisher_so3_normaliser(2, 1, -0.5), 1.99199, 1e-5);
   EXPECT_NEAR(theory::fisher_so3_normaliser(0, 0, 0), 1.0, 1e-14);
@@ -42,7 +42,7 @@ TEST(FisherTheory, So3NormaliserMatchesCatalogue) {
 }
 
 TEST(FisherTheory, AcceptanceRatesAndTheirLowerBound) {
-  // CATALOGUE §5 item 2, measured acceptance for A = s I (MC error ~ 1e-3 relative).
+  // docs/theory.md#calibration item 2: measured acceptance for A = s I (MC error ~ 1e-3 relative).
   EXPECT_NEAR(*theory::fisher_rejection_acceptance(2, 0.5), 0.465, 0.002);
   EXPECT_NEAR(*theory::fisher_rejection_acceptance(2, 1.0), 0.309, 0.002);
   EXPECT_NEAR(*theory::fisher_rejection_acceptance(3, 0.5), 0.258, 0.002);

@@ -66,8 +66,8 @@ TEST(HeatSteps, OrthogonalWithDeterminantOneAndPathsAgree) {
   expect_valid_steps(Heat(HeatSampler(3, 0.4, 0.05, HeatMethod::walk)), 12, 200);
 }
 
-TEST(HeatTheory, So3SeriesMatchesCatalogue) {
-  // CATALOGUE: int p = 1 and E tr G = 3 e^{-tau}, E (tr G)^2 = formula, by quadrature of the angle density.
+TEST(HeatTheory, So3SeriesMatchesReference) {
+  // By quadrature of the SO(3) angle density: int p = 1, E tr G = 3 e^{-tau} and E (tr G)^2 = the formula.
   using Q = boost::math::quadrature::gauss_kronrod<double, 61>;
   for (double tau : {0.05, 0.3, 1.0, 2.0}) {
     auto p = [tau](double t) { return theory::heat_kernel_so3_angle_density(tau, t); };

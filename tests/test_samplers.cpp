@@ -39,7 +39,7 @@ TEST(Samplers, HaarPushforwardIsBeta) {
   }
 }
 
-// Without the sign fix, QR's Q is not Haar: E Q_00 is far from 0 (CATALOGUE S1).
+// Without the sign fix, QR's Q is not Haar: E Q_00 is far from 0 (docs/theory.md#sampler-haar).
 TEST(Samplers, HaarSignFixMatters) {
   double with_fix = 0, without = 0;
   const int n = 20000;

@@ -1,4 +1,4 @@
-// softmax-scale at small sizes: B.4's threshold reproduces the catalogue's
+// softmax-scale at small sizes: B.4's threshold reproduces the reference
 // example, the bisection meets the closed form at the extremal configuration,
 // random instances need no more than the threshold, a planted wrong threshold
 // fails, and every flag rejects bad values.
@@ -34,9 +34,9 @@ SoftmaxScalePoint point(int K, long long M, double rho, double a, double gap) {
 
 }  // namespace
 
-// CATALOGUE B.4: K = 1, M_max = 1000, rho* = 0.05, a* = 0.01 needs
+// B.4's worked example: K = 1, M_max = 1000, rho* = 0.05, a* = 0.01 needs
 // lambda g >= 9.8522; there the extremal configuration gives rho = 0.05, a = 0.00158.
-TEST(SoftmaxScale, CatalogueExample) {
+TEST(SoftmaxScale, ReferenceExample) {
   const auto rows = softmax_scale_rows(SoftmaxScaleTheory{}, point(1, 1000, 0.05, 0.01, 1.0), small(50));
   const double lambda = row(rows, "extremal_smallest_lambda", "exact").estimate;
   EXPECT_NEAR(lambda, 9.8522, 1e-4);

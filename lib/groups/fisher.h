@@ -5,7 +5,7 @@
 //   d >= 3: rejection from Haar on SO(d), accepting with probability
 //          exp(kappa tr Q - m_A), m_A = d kappa (the maximum, at Q = I).
 //          The acceptance rate c(A) e^{-d kappa} decays like kappa^{-d(d-1)/4}
-//          (CATALOGUE §5 item 2); kappa is refused where it would fall below
+//          (docs/theory.md#calibration, item 2); kappa is refused where it would fall below
 //          1e-3: exactly from the c(S) integral for d = 3 (kappa up to 17.2),
 //          from a rigorous lower bound for d >= 4 (kappa up to 2.4 at d = 4,
 //          1.65 at d = 5, 0.92 at d = 8, roughly 7/d beyond; conservative,

@@ -1,4 +1,4 @@
-// Theorem 3's non-normal example (CATALOGUE): d = 3, M = R_0 (axis
+// Theorem 3's non-normal example (docs/theory.md#theorem-3): d = 3, M = R_0 (axis
 // (0.6, 0, 0.8), angle 1) with probability 1/2, otherwise H(e_1). E[M] is not
 // normal, so ||E P_n|| < beta^n strictly.
 #pragma once

@@ -3,7 +3,7 @@
 // A step law draws i.i.d. orthogonal steps M_t from a counter-based stream and
 // applies them. Walks accumulate by left multiplication, P_n = M_n ... M_1, so
 // a vector propagates as x <- M x without ever forming P_n; since the steps
-// are i.i.d., P_n has the law of M_1 ... M_n used in the paper (CATALOGUE §1).
+// are i.i.d., P_n has the law of M_1 ... M_n used in the paper (docs/theory.md#conventions).
 //
 // A drawn step lives in a small flat buffer in the law's own parameterisation
 // (a Householder normal, a Givens plane and angle, B block angles, or a full
@@ -59,7 +59,7 @@ class StepLaw {
   // The step as a dense matrix.
   Mat matrix(const double* step) const;
 
-  // Closed-form E[M], where the paper or the catalogue has one.
+  // Closed-form E[M], where the paper has one or docs/theory.md derives one.
   virtual std::optional<Mat> mean() const { return std::nullopt; }
   // Closed-form E[M (x) M] (d^2 x d^2, acting as vec X -> vec(M X M^T)), where
   // known: it gives E (tr P_n)^2 = tr(T^n).

@@ -103,7 +103,7 @@ void HeadProbe::add(const RowStats& r, bool last_bin) {
   if (last_bin) ++last_bin_queries, far_mass_last_bin += r.far_mass;
   const double slack = r.far_mass - r.far_mass_lower_bound;
   min_slack = std::min(min_slack, slack);
-  // The catalogue's tolerance for deterministic bounds: relative 1e-12.
+  // The protocol's tolerance for deterministic bounds (docs/theory.md): relative 1e-12.
   if (slack < -1e-12 * r.far_mass_lower_bound) ++bound_violations;
 }
 

@@ -1,5 +1,5 @@
 // Looking inside a trained model with the theory's quantities (issue 5, the
-// probe; CATALOGUE §1 and §4).
+// probe; docs/theory.md#proposition-3 and #theorem-1).
 //
 // Attention side. The rows a trained model attends with are rebuilt in double
 // from its own q, k and score bias (Model::set_attention_observer) and split

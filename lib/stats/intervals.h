@@ -1,5 +1,5 @@
 // Two-sided normal-theory intervals and the z-levels of the statistical
-// protocol (CATALOGUE §2): z = 5 for checks that gate CI (false failure about
+// protocol (docs/theory.md#statistical-protocol): z = 5 for checks that gate CI (false failure about
 // 6e-7 per scalar), Bonferroni-raised when one verdict covers many scalars.
 #pragma once
 

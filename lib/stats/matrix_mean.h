@@ -2,7 +2,7 @@
 // operator norm.
 //
 // The operator norm of a noisy mean is biased upward by about 2 sqrt(d) times
-// the entry standard error when the true mean is near 0 (CATALOGUE §2), so it
+// the entry standard error when the true mean is near 0 (docs/theory.md#statistical-protocol), so it
 // is never the quantity a check compares. Checks compare every entry with the
 // closed form; the reported norm is a split-sample estimate: the top singular
 // vectors (u, v) come from the first half of the samples and the value

@@ -1,9 +1,9 @@
 // The softmax side of the paper's aggregation model (§4, Appendix B.4-B.7,
-// B.11-B.12; CATALOGUE §4): how much attention a far set of M sources can take
+// B.11-B.12; docs/theory.md#proposition-1): how much attention a far set of M sources can take
 // from a near set of K, given the logit scale lambda and the score gap g.
 // Every function is one displayed bound; the comment names the result.
 //
-// Symbols (CATALOGUE §1): rho_D = far mass, a_D = ||alpha_D||_2, Delta = a
+// Symbols (docs/theory.md#conventions): rho_D = far mass, a_D = ||alpha_D||_2, Delta = a
 // logit spread (lambda g for Prop 1, the near-max minus far-min for Prop 3).
 #pragma once
 

@@ -1,5 +1,5 @@
-// Closed forms for the heat kernel q_tau on SO(d) (CATALOGUE "Heat kernel on
-// SO(d): moments", sampler S8) and for the geodesic random walk that samples
+// Closed forms for the heat kernel q_tau on SO(d) (docs/theory.md#heat-kernel
+// and the heat sampler in #step-laws) and for the geodesic random walk that samples
 // it when d >= 4. Normalisation: Brownian motion with generator Laplacian/2
 // for the metric <X, Y> = tr(X^T Y)/2, so on SO(3) the geodesic distance is
 // the rotation angle.

@@ -1,5 +1,5 @@
-// Closed forms for Lie-ball steps (CATALOGUE "Example (number lost) - Lie-ball
-// steps", sampler S10): M = exp(X), X = sum x_pq E_pq with x uniform on the
+// Closed forms for Lie-ball steps (docs/theory.md#lie-ball and the
+// sampler in #step-laws): M = exp(X), X = sum x_pq E_pq with x uniform on the
 // ball |x| < r in R^{d(d-1)/2}, or with the smooth bump density
 // exp(1 - 1/(1 - |x|^2/r^2)) on it. Both laws are Ad-invariant, so E M is a
 // scalar times I; the scalar has a closed form only for the uniform ball at

@@ -1,5 +1,5 @@
-// Closed forms for Matrix-Fisher steps (CATALOGUE "Example (number lost) -
-// Matrix-Fisher steps", sampler S9): Haar density h_A(Q) = exp(tr(A^T Q))/c(A)
+// Closed forms for Matrix-Fisher steps (docs/theory.md#matrix-fisher,
+// the sampler in #step-laws): Haar density h_A(Q) = exp(tr(A^T Q))/c(A)
 // on SO(d), c(A) = E_Haar exp(tr A^T Q).
 #pragma once
 

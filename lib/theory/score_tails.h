@@ -3,7 +3,7 @@
 // concentration; its exact Haar law is theory/haar_score_law.h), Corollary B.5
 // (score gap => far-mass bound through Proposition 1), Remark 3 (coordinate
 // normals: the pre-mixing law that breaks the Levy tail) and the paper's
-// "random" experimental variant (CATALOGUE note after Example 1).
+// "random" experimental variant (docs/theory.md#random-variant).
 #pragma once
 
 #include <vector>

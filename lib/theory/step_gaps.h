@@ -1,5 +1,6 @@
 // Closed-form first moments E[M] and spectral gaps beta = ||E M||_op of the
-// step laws (CATALOGUE §4, Examples 1-5 and the heat-kernel entry). One
+// step laws (docs/theory.md#example-1 to #example-5 and
+// #heat-kernel). One
 // function per result; the comment names it.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Closed forms and bounds of the value side (CATALOGUE B.8-B.10, D.2-D.4):
+// Closed forms and bounds of the value side (docs/theory.md#b8 to #d4):
 // the position-only Fourier coefficient, the shared-background covariance,
 // the prefix-product radius and the separate- and same-path bounds on the far
 // transport t_b, and D.3's Chernoff tail. One function per result.
