@@ -1,0 +1,54 @@
+// Trains a tiny byte-level transformer through the library (not the CLI), then
+// evaluates its final checkpoint at the training length and past it.
+//   train_tiny CORPUS_DIR RUN_DIR
+// CORPUS_DIR holds train.txt, val.txt and SHA256SUMS (data/brown after
+// scripts/fetch-corpus.sh, or the small tests/data/brown-slice); RUN_DIR must
+// not exist yet: it gets config.toml, train.csv and checkpoint.bin, as
+// `routelab train` writes them, so `routelab eval --run RUN_DIR` reads it too.
+#include <cstdio>
+#include <exception>
+
+#include "data/brown.h"       // load_corpus: the two byte streams, checksummed
+#include "nn/checkpoint.h"    // load_checkpoint
+#include "nn/config.h"        // RunConfig: every key of the TOML, with defaults
+#include "nn/eval.h"          // evaluate: bits per byte over consecutive windows
+#include "nn/train.h"         // train_run
+#include "base/version.h"
+
+using namespace routelab;
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: train_tiny CORPUS_DIR RUN_DIR (a folder that does not exist yet)\n");
+    return 2;
+  }
+  try {
+    // The configuration a TOML file would give (nn/config.h), set in code.
+    nn::RunConfig c;
+    c.model.d_model = 32, c.model.heads = 2, c.model.layers = 1, c.model.mlp_ratio = 2;
+    c.model.context = 32;        // the training length
+    c.model.scheme = "rope";     // any scheme of `routelab schemes`
+    c.train.batch = 8, c.train.steps = 40, c.train.warmup = 4, c.train.lr = 3e-3;
+    c.train.checkpoint_every = 40, c.train.seed = 1;
+    c.corpus = argv[1];
+    nn::validate(c, "train_tiny");  // ConfigError for a model no scheme can have
+
+    const nn::TrainSummary s = nn::train_run(c, {argv[2], /*resume=*/false, /*progress=*/false});
+    std::printf("routelab %s: %d steps of %s, final training loss %.4f nats\n", ROUTELAB_VERSION_STRING, s.steps,
+                c.model.scheme.c_str(), s.final_loss);
+
+    // The final weights, read back from the run directory as `routelab eval` does.
+    const nn::Checkpoint ck = nn::load_checkpoint(nn::checkpoint_path(argv[2]));
+    nn::Model<float> model(c.model, c.train.seed);  // the seed also draws random schemes' angles
+    model.params.assign(ck.params.begin(), ck.params.end());
+    const data::Corpus corpus = data::load_corpus(c.corpus);
+    for (int64_t L : {int64_t(c.model.context), int64_t(4 * c.model.context)}) {
+      const nn::EvalResult r = nn::evaluate(model, corpus.val, L);
+      std::printf("  eval at L = %3lld: %.4f bits per byte over %lld windows\n", (long long)L, r.bits_per_byte,
+                  (long long)r.windows);
+    }
+  } catch (const std::exception& e) {  // ConfigError, CorpusError, RunDirError, CheckpointError: one line each
+    std::fprintf(stderr, "train_tiny: %s\n", e.what());
+    return 2;
+  }
+}
