@@ -32,7 +32,9 @@ if grep -q '^ROUTELAB_CUDA:BOOL=ON$' "$build/CMakeCache.txt"; then
 elif cmake -S "$tmp/cuda-probe" -B "$tmp/cuda-probe/build" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/probe.log" 2>&1; then
   fail "COMPONENTS cuda is accepted by a package without the CUDA library"
 else
-  grep -q 'built without its CUDA library' "$tmp/probe.log" || { cat "$tmp/probe.log" >&2; fail "COMPONENTS cuda fails without saying why"; }
+  # CMake wraps the config's message over lines.
+  tr -s ' \n' ' ' <"$tmp/probe.log" | grep -q 'built without its CUDA library' ||
+    { cat "$tmp/probe.log" >&2; fail "COMPONENTS cuda fails without saying why"; }
 fi
 
 # One version: the program's, the installed program's, the package's and the header's.
