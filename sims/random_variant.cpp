@@ -43,7 +43,7 @@ namespace routelab {
 std::vector<SimRow> random_variant_rows(const RandomVariantSetup& setup, const std::vector<long long>& ns_in,
                                         const std::vector<int>& blocks, const SimContext& ctx) {
   const int d = setup.d, B = d / 2;
-  const So2Blocks law(d, rope_half_widths(d, setup.base), 0.0);
+  const So2Blocks law(d, rope_frequencies(d, setup.base), 0.0);
   const std::vector<double> beta = setup.gaps.empty() ? theory::random_variant_gaps(d, setup.base) : setup.gaps;
   std::vector<long long> windows(B);
   for (int b = 0; b < B; ++b) windows[b] = theory::mixing_window(beta[b], setup.eps);
@@ -222,18 +222,18 @@ std::vector<SimRow> run_random_variant(const Params& p, const SimContext& ctx) {
   return random_variant_rows(setup, ns, parse_blocks(p, setup.d / 2), ctx);
 }
 
-const bool registered = register_sim({"random-variant",
-          "the paper's random scheme per block: beta_b, w_eps,b, E S_n = (1/B) sum beta_b^n (note after Example 1)",
-          {{"d", "64", "head dimension (B = d/2 blocks)"},
+const bool registered = register_sim({.name = "random-variant",
+     .summary = "the paper's random scheme per block: beta_b, w_eps,b, E S_n = (1/B) sum beta_b^n (note after Example 1)",
+     .flags = {{"d", "64", "head dimension (B = d/2 blocks)"},
            {"base", "10000", "half-widths f_b = base^(-2b/d)"},
            {"eps", "0.01", "window level: block b carries the gap at n while beta_b^n > eps"},
            {"n", "10,100,1000,10000,100000", "distances (one walk, read at each)", true},
            {"block", "all", "blocks with per-block rows: all, or a comma list of indices", true}},
-          false,
-          400,
-          run_random_variant,
-          {{"random variant d=64", {{"d", "64"}, {"n", "10,100,1000,10000"}, {"block", "0,4,8,12,16,31"}}, 400, 100}},
-          45});
+     .uses_family = false,
+     .default_samples = 400,
+     .run = run_random_variant,
+     .checks = {{"random variant d=64", {{"d", "64"}, {"n", "10,100,1000,10000"}, {"block", "0,4,8,12,16,31"}}, 400, 100}},
+     .order = 45});
 
 }  // namespace
 

@@ -50,7 +50,7 @@ ValueTransportConfig value_transport_config(const Params& p) {
   ValueModel& m = c.model;
   m.blocks = int(require_int(p, "blocks", 1, 4096, "an integer B in [1, 4096] (d = 2B)"));
   const double base = require_double(p, "rope-base", 1.0, 1e12, true, "a base > 1, e.g. 10000");
-  m.omega = rope_half_widths(2 * m.blocks, base);  // omega_b = base^{-2b/d}, RoPE's frequencies
+  m.omega = rope_frequencies(2 * m.blocks, base);  // omega_b = base^{-2b/d}, RoPE's frequencies
   m.a = require_double(p, "a", 0.0, 1e6, true, "a half-width a > 0 of the value-phase increments U[-a, a]");
   m.w = require_int(p, "w", 1, 1LL << 40, "an integer w in [1, 2^40], the first far offset");
   m.L = require_int(p, "L", 1, 1LL << 40, "an integer L in [w, 2^40], the last far offset");
@@ -237,11 +237,10 @@ std::vector<SimRow> run_value_transport(const Params& p, const SimContext& ctx) 
   return value_transport_rows(value_transport_config(p), ctx);
 }
 
-const bool registered = register_sim(
-    {"value-transport",
-     "far value transport t_b: position-only vs accumulated phases (B.8), shared-background covariance (B.9), "
+const bool registered = register_sim({.name = "value-transport",
+     .summary = "far value transport t_b: position-only vs accumulated phases (B.8), shared-background covariance (B.9), "
      "Theorem 7 / D.4 and Theorem 6 bounds; QK-only rho_D beside QKV",
-     {{"part", "bound", "coherence (B.8), covariance (B.9) or bound (Theorem 7 and D.4; Theorem 6 with --weights same)"},
+     .flags = {{"part", "bound", "coherence (B.8), covariance (B.9) or bound (Theorem 7 and D.4; Theorem 6 with --weights same)"},
       {"blocks", "16", "SO(2) blocks B (d = 2B)"},
       {"a", "2", "value-phase increments omega_b + U[-a, a], beta = |sin a / a| (a = 2: 0.455, 1: 0.841, pi: 0)"},
       {"rope-base", "10000", "position frequencies omega_b = base^(-2b/d)"},
@@ -255,10 +254,10 @@ const bool registered = register_sim(
       {"eta", "0.05", "failure probability of the bounds"},
       {"c0", "1", "shared-background scale c0 (v_j = c0 G + w_j)"},
       {"sigma-w", "1", "per-source value noise sigma_w"}},
-     false,
-     1000,
-     run_value_transport,
-     {{"position-only coherence",
+     .uses_family = false,
+     .default_samples = 1000,
+     .run = run_value_transport,
+     .checks = {{"position-only coherence",
        {{"part", "coherence"}, {"blocks", "32"}, {"a", "1"}, {"w", "33"}, {"L", "512,4096,32768"}, {"rho", "0.2"}},
        100, 20},
       {"shared-background cov",
@@ -277,8 +276,8 @@ const bool registered = register_sim(
       {"same-path qkv uniform steps",
        {{"part", "bound"}, {"blocks", "64"}, {"a", "3.141592653589793"}, {"w", "1"}, {"L", "20000"}, {"lambda", "8"}, {"weights", "same"}},
        100, 10}},
-     60,
-     [](const Params& p) { value_transport_config(p); }});
+     .order = 60,
+     .validate = [](const Params& p) { value_transport_config(p); }});
 
 }  // namespace
 

@@ -43,7 +43,7 @@ int count_verdict(const std::vector<SimRow>& rows, const std::string& quantity, 
 
 // docs/theory.md#random-variant (d = 64): E S_n and the windows per block.
 TEST(RandomVariant, ReferenceTable) {
-  const std::vector<double> f = rope_half_widths(64, 10000);
+  const std::vector<double> f = rope_frequencies(64, 10000);
   const double table[] = {0.923, 0.800, 0.675, 0.550, 0.425};
   long long n = 10;
   for (double v : table) {
@@ -83,7 +83,7 @@ TEST(RandomVariant, BlocksWindowsAndMeanScorePass) {
 // against 0.923 / 0.800 / 0.675).
 TEST(RandomVariant, PlantedCosGapFails) {
   std::vector<double> planted;
-  for (double f : rope_half_widths(64, 10000)) planted.push_back(std::cos(f));
+  for (double f : rope_frequencies(64, 10000)) planted.push_back(std::cos(f));
   const auto rows = variant_rows(planted);
   EXPECT_EQ(count_verdict(rows, "mean_score", "fail"), 3);
   EXPECT_GE(count_verdict(rows, "first_harmonic_re", "fail"), 3);

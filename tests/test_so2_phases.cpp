@@ -16,7 +16,7 @@ TEST(So2Phases, EqualsPlainWalk) {
   // score q^T P_t k, as a weighted cosine sum with phases phi_b.
   const int B = 5, n = 777;  // odd sizes: kernel batches of 64 steps end mid-batch
   for (double omega : {0.0, 0.3, -2.5}) {
-    So2Blocks law(2 * B, rope_half_widths(2 * B, 100.0), omega);
+    So2Blocks law(2 * B, rope_frequencies(2 * B, 100.0), omega);
     Stream s1(11, 4), s2(11, 4);
     std::vector<double> S(n), step(B), sum(B, 0.0);
     so2_mean_cos_walk(law, s1, n, S.data());
@@ -83,7 +83,7 @@ TEST(So2Phases, MeanCosAtListedLengthsIsTheFullWalksBitForBit) {
   // score-tail reads S only at its listed lengths: so2_mean_cos_at must give
   // so2_mean_cos_walk's S[n - 1] exactly, lengths inside and across the
   // kernel's 64-step batches, and leave the stream where the walk does.
-  So2Blocks law(64, rope_half_widths(64, 10000.0), 0.1);
+  So2Blocks law(64, rope_frequencies(64, 10000.0), 0.1);
   const std::vector<long long> ns = {1, 10, 63, 64, 65, 200};
   So2WalkScratch buf;
   for (int rep = 0; rep < 3; ++rep) {  // the scratch is reused across walks

@@ -5,6 +5,7 @@
 // per thread rather than T Philox blocks.
 #include "cuda/angles.h"
 
+#include "base/angles.h"
 #include "cuda/buffer.h"
 #include "cuda/common.cuh"
 #include "rng/stream.h"
@@ -13,19 +14,12 @@ namespace routelab::cuda {
 
 namespace {
 
-// 2 pi as the CPU writes it (2.0 * M_PI, M_PI being this literal).
-constexpr double kTwoPi = 2.0 * 3.14159265358979323846;
-
-// Wrapped to [-pi, pi]: remainder is exact in IEEE arithmetic, on the device
-// as in glibc, so the same sum wraps to the same double.
-__device__ inline double wrap(double x) { return remainder(x, kTwoPi); }
-
 __global__ void rope_angles_kernel(double* theta, const double* freq, int B, int T, int nb) {
   const int64_t n = int64_t(B) * T * nb;
   for (int64_t i = grid_first(); i < n; i += grid_stride()) {
     const int64_t t = i / nb % T;
     // A product rounds once whether or not it is fused: nothing to contract.
-    theta[i] = wrap(double(t) * freq[i % nb]);
+    theta[i] = wrap_remainder(double(t) * freq[i % nb]);
   }
 }
 
@@ -67,12 +61,12 @@ __global__ void running_sum_kernel(double* theta, const double* half_width, int 
       const double w = half_width[j];
       for (int64_t t = 0; t < T; ++t) {
         sum = fma(w, col[t * nb], sum);
-        col[t * nb] = wrap(sum);
+        col[t * nb] = wrap_remainder(sum);
       }
     } else {
       for (int64_t t = 0; t < T; ++t) {
         sum = __dadd_rn(sum, col[t * nb]);
-        col[t * nb] = wrap(sum);
+        col[t * nb] = wrap_remainder(sum);
       }
     }
   }

@@ -10,7 +10,8 @@
 //   learned  theta = wrap(running sum over s <= t of table[token_s][j])
 //   projected theta = wrap(running sum over s <= t of psi[(b T + s) nb + j]),
 //            psi the layer's increments W_psi xhat + b_psi (a matmul before)
-// wrap(x) = remainder(x, 2 pi), exact on both sides. Running sums are serial
+// wrap(x) = wrap_remainder(x) = remainder(x, 2 pi) (base/angles.h, the CPU's
+// function too), exact on both sides. Running sums are serial
 // in t per (b, j), in double, with the CPU's rounding (see angles.cu).
 #pragma once
 

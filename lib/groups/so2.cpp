@@ -7,19 +7,6 @@
 
 namespace routelab {
 
-std::vector<double> rope_half_widths(int d, double base) {
-  std::vector<double> a(d / 2);
-  for (int b = 0; b < d / 2; ++b) a[b] = std::pow(base, -2.0 * b / d);
-  return a;
-}
-
-double wrap_angle(double theta) {
-  constexpr double two_pi = 2.0 * M_PI;
-  double w = std::fmod(theta + M_PI, two_pi);
-  if (w < 0) w += two_pi;
-  return w - M_PI;
-}
-
 void So2Blocks::draw(Stream& s, double* step) const { so2_draw(s, blocks(), a_.data(), omega_, step); }
 
 void So2Blocks::apply(const double* step, double* x) const { so2_apply(blocks(), step, x); }
@@ -48,7 +35,7 @@ std::unique_ptr<StepLaw> make_so2(const Params& p) {
   const double omega = require_double(p, "omega", -1e6, 1e6, false, "a finite angle");
   if (has_param(p, "rope-base") && !p.at("rope-base").empty()) {
     const double base = require_double(p, "rope-base", 1.0, 1e12, true, "a base > 1, e.g. 10000");
-    return std::make_unique<So2Blocks>(int(d), rope_half_widths(int(d), base), omega);
+    return std::make_unique<So2Blocks>(int(d), rope_frequencies(int(d), base), omega);
   }
   const double a = require_double(p, "a", 0.0, 1e6, true, "a half-width a > 0");
   return std::make_unique<So2Blocks>(int(d), std::vector<double>(d / 2, a), omega);

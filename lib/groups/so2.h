@@ -3,6 +3,7 @@
 // --rope-base, a_b = base^(-2b/d) (the paper's "random" experimental variant).
 #pragma once
 
+#include "base/angles.h"
 #include "groups/step_law.h"
 
 namespace routelab {
@@ -31,11 +32,5 @@ class So2Blocks : public StepLaw {
   std::vector<double> a_;
   double omega_;
 };
-
-// Per-block half-widths a_b = base^(-2b/d), b = 0..B-1.
-std::vector<double> rope_half_widths(int d, double base);
-
-// Wrap an accumulated angle to [-pi, pi) in double, before sin and cos.
-double wrap_angle(double theta);
 
 }  // namespace routelab

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "base/angles.h"
 #include "nn/streams.h"
 #include "rng/stream.h"
 #include "theory/step_gaps.h"
@@ -52,10 +53,7 @@ bool scheme_reads(const ModelConfig& m, const std::string& key) {
 }
 
 std::vector<double> angle_frequencies(const ModelConfig& m) {
-  const int hd = m.head_dim();
-  std::vector<double> f(hd / 2);
-  for (int b = 0; b < hd / 2; ++b) f[b] = std::pow(m.rope_base, -2.0 * b / hd);
-  return f;
+  return rope_frequencies(m.head_dim(), m.rope_base);
 }
 
 std::vector<double> alibi_slopes(int heads) {
@@ -76,8 +74,6 @@ std::vector<double> alibi_slopes(int heads) {
 
 namespace {
 
-// Wrapped to [-pi, pi]: sin and cos of a huge argument lose digits.
-inline double wrap(double x) { return std::remainder(x, 2.0 * M_PI); }
 
 template <class R>
 class RopeAngles final : public AngleSource<R> {
@@ -87,7 +83,7 @@ class RopeAngles final : public AngleSource<R> {
     const int nb = int(f_.size());
     for (int b = 0; b < B; ++b)
       for (int64_t t = 0; t < T; ++t)
-        for (int j = 0; j < nb; ++j) theta[(int64_t(b) * T + t) * nb + j] = wrap(double(t) * f_[j]);
+        for (int j = 0; j < nb; ++j) theta[(int64_t(b) * T + t) * nb + j] = wrap_remainder(double(t) * f_[j]);
   }
 
  private:
@@ -109,7 +105,7 @@ class RandomAngles final : public AngleSource<R> {
         s.uniforms(u.data(), nb);
         for (int j = 0; j < nb; ++j) {
           sum[j] += w_[j] * (2.0 * u[j] - 1.0);
-          theta[(int64_t(b) * T + t) * nb + j] = wrap(sum[j]);
+          theta[(int64_t(b) * T + t) * nb + j] = wrap_remainder(sum[j]);
         }
       }
     }
@@ -120,7 +116,7 @@ class RandomAngles final : public AngleSource<R> {
   uint64_t seed_;
 };
 
-// theta_t = wrap(sum_{s <= t} increment(b, s)) in double, and its backward:
+// theta_t = wrap_remainder(sum_{s <= t} increment(b, s)) in double, and its backward:
 // increment (b, s) collects the suffix sum of dtheta from t = s on. Learned
 // angles read the increment from the table row of token s, projected angles
 // from row (b T + s) of the layer's psi.
@@ -133,7 +129,7 @@ void accumulate_increments(double* theta, int B, int T, int nb, Row row) {
       const R* x = row(b, t);
       for (int j = 0; j < nb; ++j) {
         sum[j] += double(x[j]);
-        theta[(int64_t(b) * T + t) * nb + j] = wrap(sum[j]);
+        theta[(int64_t(b) * T + t) * nb + j] = wrap_remainder(sum[j]);
       }
     }
   }

@@ -5,7 +5,7 @@
 
 #include <boost/math/special_functions/beta.hpp>
 
-#include "groups/so2.h"
+#include "base/angles.h"
 #include "theory/step_gaps.h"
 
 namespace routelab::theory {
@@ -41,7 +41,7 @@ double householder_one_step_tail(int d, double s) {
 // Note after Example 1
 std::vector<double> random_variant_gaps(int d, double base) {
   std::vector<double> beta;
-  for (double f : rope_half_widths(d, base)) beta.push_back(so2_uniform_harmonic(f));
+  for (double f : rope_frequencies(d, base)) beta.push_back(so2_uniform_harmonic(f));
   return beta;
 }
 
