@@ -8,12 +8,9 @@
 
 namespace routelab {
 
-const char* const kGpuFamilies =
-    "so2, givens, householder, axis3, haar, nonnormal, skewexp, fisher, lieball, heat, dithered";
-
 std::string gpu_family_refusal(const Params& p) {
   if (make_step_law(p)->kernel()) return "";
-  return "family " + p.at("family") + " has no GPU path (ported to the GPU: " + kGpuFamilies + "); use --device cpu";
+  return "family " + p.at("family") + " has no GPU path (ported to the GPU: " + gpu_family_names() + "); use --device cpu";
 }
 
 namespace {

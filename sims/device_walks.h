@@ -15,9 +15,6 @@
 
 namespace routelab {
 
-// The families whose steps run on the GPU, for messages.
-extern const char* const kGpuFamilies;
-
 // "" when the point's step law runs on the GPU; otherwise one line saying
 // which family does not and which do.
 std::string gpu_family_refusal(const Params& p);

@@ -17,21 +17,7 @@ namespace routelab {
 
 namespace {
 
-std::string result_label(const StepLaw& law) {
-  const std::string f = law.family();
-  if (f == "so2") return "Example 1";
-  if (f == "householder") return "Example 2";
-  if (f == "givens") return "Example 3";
-  if (f == "axis3") return "Example 4";
-  if (f == "skewexp") return "Example 5";
-  if (f == "heat") return "Heat kernel moments";
-  if (f == "dithered") return "Example 6";
-  if (f == "fisher") return "Matrix-Fisher example";
-  if (f == "lieball") return "Lie-ball example";
-  if (f == "haar") return "Sampler S1 (Haar)";
-  if (f == "nonnormal") return "Theorem 3";
-  return "Assumption 1";
-}
+std::string result_label(const StepLaw& law) { return family_info(law.family()).paper_label; }
 
 }  // namespace
 
@@ -81,13 +67,13 @@ std::vector<SimRow> run_spectral_gap(const Params& p, const SimContext& ctx) {
 }  // namespace
 
 namespace {
-const bool registered = register_sim({"spectral-gap",
-          "beta = ||E M||_op from the sample mean of M against the closed form (entrywise check)",
-          {},
-          true,
-          200000,
-          run_spectral_gap,
-          {{"so2 gap", {{"family", "so2"}, {"d", "4"}, {"a", "0.5,1,3.141592653589793,4"}, {"omega", "0,0.7"}}, 1000000, 100000},
+const bool registered = register_sim({.name = "spectral-gap",
+     .summary = "beta = ||E M||_op from the sample mean of M against the closed form (entrywise check)",
+     .flags = {},
+     .uses_family = true,
+     .default_samples = 200000,
+     .run = run_spectral_gap,
+     .checks = {{"so2 gap", {{"family", "so2"}, {"d", "4"}, {"a", "0.5,1,3.141592653589793,4"}, {"omega", "0,0.7"}}, 1000000, 100000},
            {"so2 rope gap", {{"family", "so2"}, {"d", "16"}, {"rope-base", "10000"}}, 400000, 50000},
            {"householder gap", {{"family", "householder"}, {"d", "2,3,5,8,16"}}, 1000000, 100000},
            {"householder coordinate gap", {{"family", "householder"}, {"normals", "coordinate"}, {"d", "4"}}, 400000, 50000},
@@ -100,9 +86,9 @@ const bool registered = register_sim({"spectral-gap",
            {"lieball gap", {{"family", "lieball"}, {"d", "3"}, {"r", "0.5,1.5,3"}}, 400000, 50000},
            {"dithered gap", {{"family", "dithered"}, {"d", "4"}, {"normals", "coordinate"}, {"tau", "0.5"}, {"sign", "minus,mixed"}}, 100000, 20000},
            {"haar mean", {{"family", "haar"}, {"d", "3,8"}, {"group", "o,so"}}, 200000, 20000}},
-          10,
-          {},
-          gpu_family_refusal});
+     .order = 10,
+     .validate = {},
+     .gpu_refusal = gpu_family_refusal});
 }  // namespace
 
 }  // namespace routelab

@@ -72,8 +72,8 @@ TEST(device_cli, cuda_is_refused_in_one_line_before_any_output) {
 // Whether or not a device is there, run_sim checks every point before any
 // work: a sim without a GPU path is one line naming it. A family without one
 // would be refused by name with the list of those ported (gpu_family_refusal);
-// today every family is ported, and kGpuFamilies lists exactly the families
-// whose step law has a kernel.
+// today every family is ported, and the registry's `gpu` marks exactly the
+// families whose step law has a kernel.
 TEST(device_cli, sims_refuse_what_is_not_ported_before_any_work) {
   auto refusal = [](const std::string& sim, const std::map<std::string, std::string>& flags) -> std::string {
     routelab::RunRequest req;
@@ -95,12 +95,13 @@ TEST(device_cli, sims_refuse_what_is_not_ported_before_any_work) {
 }
 
 TEST(device_cli, the_gpu_family_list_names_exactly_the_families_with_a_kernel) {
-  const std::string listed = std::string(", ") + routelab::kGpuFamilies + ",";
+  const std::string listed = ", " + routelab::gpu_family_names() + ",";
   for (const auto& f : routelab::families()) {
     SCOPED_TRACE(f.name);
-    const std::string d = f.name == "skewexp" ? "6" : f.name == "so2" ? "4" : "3";
+    const std::string d = f.default_d ? std::to_string(f.default_d) : "4";
     const auto p = routelab::testing::params_for(f.name, {{"d", d}});
     const bool has_kernel = routelab::make_step_law(p)->kernel().has_value();
+    EXPECT_EQ(f.gpu, has_kernel);
     EXPECT_EQ(listed.find(", " + f.name + ",") != std::string::npos, has_kernel);
     EXPECT_EQ(routelab::gpu_family_refusal(p).empty(), has_kernel);
   }

@@ -46,6 +46,22 @@ std::vector<LawCase> law_cases() {
 
 void PrintTo(const LawCase& c, std::ostream* os) { *os << c.name; }
 
+// The registry is the only list of families: a new one must carry its paper
+// label and a d at which `routelab families` can build it, and must be among
+// the cases below, or this fails.
+TEST(FamilyRegistry, EveryFamilyIsComplete) {
+  std::set<std::string> tested;
+  for (const auto& c : law_cases()) tested.insert(c.params.at("family"));
+  for (const auto& f : routelab::families()) {
+    SCOPED_TRACE(f.name);
+    EXPECT_FALSE(f.paper_label.empty());
+    EXPECT_TRUE(tested.count(f.name)) << "no case in law_cases()";
+    Params p = params_for(f.name, {});
+    if (f.default_d) p["d"] = std::to_string(f.default_d);
+    EXPECT_NO_THROW(make_step_law(p));
+  }
+}
+
 class StepLawTest : public ::testing::TestWithParam<LawCase> {};
 
 TEST_P(StepLawTest, SamplesAreOrthogonalWithTheirDeterminantClass) {

@@ -90,26 +90,32 @@ const std::vector<FlagSpec>& family_flags() {
 
 const std::vector<FamilyInfo>& families() {
   static const std::vector<FamilyInfo> list = {
-      {"so2", "B = d/2 SO(2) blocks, angle increments omega + U[-a_b, a_b] (Example 1)",
-       {"d", "a", "omega", "rope-base"}, "+1", make_so2},
-      {"givens", "rotation by U[-a, a] in a uniformly chosen coordinate plane (Example 3)", {"d", "a"}, "+1",
-       make_givens},
-      {"householder", "reflection I - 2 v v^T, v from --normals (Example 2, Remark 3)",
-       {"d", "normals", "aniso"}, "-1", make_householder},
-      {"axis3", "d = 3B, each 3D block rotated by --theta about a uniform axis (Example 4)", {"d", "theta"}, "+1",
-       make_axis3},
-      {"skewexp", "exp(eps A), eps ~ U[-a, a], A skew with eigenvalues +-i lambda_j (Example 5)",
-       {"d", "a", "lambdas"}, "+1", make_skewexp},
-      {"heat", "Brownian motion on SO(d) at time --tau (heat kernel)", {"d", "tau", "heat-h"}, "+1", make_heat},
-      {"fisher", "Matrix-Fisher on SO(d), A = kappa I", {"d", "kappa"}, "+1", make_fisher},
-      {"lieball", "exp(X), X with compactly supported density in a ball of radius --r in so(d)",
-       {"d", "r", "density"}, "+1", make_lieball},
-      {"haar", "Haar on O(d) or SO(d) (QR of a Gaussian with the sign fix)", {"d", "group"}, "mixed or +1",
-       make_haar},
-      {"dithered", "reflection L_t times heat step G_t (Example 6)", {"d", "normals", "aniso", "tau", "heat-h", "sign"},
-       "-1 or mixed", make_dithered},
-      {"nonnormal", "d = 3: a fixed rotation w.p. 1/2, else H(e_1); E[M] not normal (Theorem 3)", {"d"}, "mixed",
-       make_nonnormal},
+      {.name = "so2",
+       .summary = "B = d/2 SO(2) blocks, angle increments omega + U[-a_b, a_b] (Example 1)",
+       .flags = {"d", "a", "omega", "rope-base"}, .det_class = "+1", .make = make_so2, .paper_label = "Example 1"},
+      {.name = "givens", .summary = "rotation by U[-a, a] in a uniformly chosen coordinate plane (Example 3)",
+       .flags = {"d", "a"}, .det_class = "+1", .make = make_givens, .paper_label = "Example 3"},
+      {.name = "householder", .summary = "reflection I - 2 v v^T, v from --normals (Example 2, Remark 3)",
+       .flags = {"d", "normals", "aniso"}, .det_class = "-1", .make = make_householder, .paper_label = "Example 2"},
+      {.name = "axis3", .summary = "d = 3B, each 3D block rotated by --theta about a uniform axis (Example 4)",
+       .flags = {"d", "theta"}, .det_class = "+1", .make = make_axis3, .paper_label = "Example 4", .default_d = 3},
+      {.name = "skewexp", .summary = "exp(eps A), eps ~ U[-a, a], A skew with eigenvalues +-i lambda_j (Example 5)",
+       .flags = {"d", "a", "lambdas"}, .det_class = "+1", .make = make_skewexp, .paper_label = "Example 5",
+       .default_d = 6},
+      {.name = "heat", .summary = "Brownian motion on SO(d) at time --tau (heat kernel)",
+       .flags = {"d", "tau", "heat-h"}, .det_class = "+1", .make = make_heat, .paper_label = "Heat kernel moments"},
+      {.name = "fisher", .summary = "Matrix-Fisher on SO(d), A = kappa I", .flags = {"d", "kappa"}, .det_class = "+1",
+       .make = make_fisher, .paper_label = "Matrix-Fisher example", .default_d = 3},
+      {.name = "lieball", .summary = "exp(X), X with compactly supported density in a ball of radius --r in so(d)",
+       .flags = {"d", "r", "density"}, .det_class = "+1", .make = make_lieball, .paper_label = "Lie-ball example",
+       .default_d = 3},
+      {.name = "haar", .summary = "Haar on O(d) or SO(d) (QR of a Gaussian with the sign fix)",
+       .flags = {"d", "group"}, .det_class = "mixed or +1", .make = make_haar, .paper_label = "Sampler S1 (Haar)"},
+      {.name = "dithered", .summary = "reflection L_t times heat step G_t (Example 6)",
+       .flags = {"d", "normals", "aniso", "tau", "heat-h", "sign"}, .det_class = "-1 or mixed", .make = make_dithered,
+       .paper_label = "Example 6"},
+      {.name = "nonnormal", .summary = "d = 3: a fixed rotation w.p. 1/2, else H(e_1); E[M] not normal (Theorem 3)",
+       .flags = {"d"}, .det_class = "mixed", .make = make_nonnormal, .paper_label = "Theorem 3", .default_d = 3},
   };
   return list;
 }
@@ -121,6 +127,13 @@ const FamilyInfo& family_info(const std::string& name) {
     names += (names.empty() ? "" : ", ") + f.name;
   }
   throw BadInput("family", fmt::format("unknown family '{}'; accepts {}", name, names));
+}
+
+std::string gpu_family_names() {
+  std::string names;
+  for (const auto& f : families())
+    if (f.gpu) names += (names.empty() ? "" : ", ") + f.name;
+  return names;
 }
 
 std::unique_ptr<StepLaw> make_step_law(const Params& p) {

@@ -47,18 +47,25 @@ struct FlagSpec {
   std::string help;
 };
 
+// A family's row in the one registry (families()): everything sims, app and
+// tests need to know of it, so none of them switches on its name.
 struct FamilyInfo {
   std::string name;
   std::string summary;
   std::vector<std::string> flags;  // the family flags it reads, "d" included
   std::string det_class;           // for the table
   std::function<std::unique_ptr<StepLaw>(const Params&)> make;
+  std::string paper_label;         // the result its spectral gap checks (spectral-gap's `result`)
+  int default_d = 0;               // d for `routelab families` when the flag default does not fit (0: it does)
+  bool gpu = true;                 // has a GPU path (kernel()); tests hold this against the law
 };
 
 // Every family flag with its default ("family" itself included).
 const std::vector<FlagSpec>& family_flags();
 const std::vector<FamilyInfo>& families();
 const FamilyInfo& family_info(const std::string& name);  // throws BadInput("family", ...)
+// "so2, givens, ...": the families with a GPU path, for refusals.
+std::string gpu_family_names();
 
 // Builds the law for one parameter point (p["family"] names it).
 std::unique_ptr<StepLaw> make_step_law(const Params& p);
