@@ -127,21 +127,20 @@ std::vector<SimRow> run_adaptive_selection(const Params& p, const SimContext& ct
   return adaptive_selection_rows(adaptive_selection_config(p), ctx);
 }
 
-const bool registered = register_sim(
-    {"adaptive-selection",
-     "D.3: far weights chosen after seeing the value phases defeat cancellation (|t| >= cos eps, Theorem 7 violated); "
+const bool registered = register_sim({.name = "adaptive-selection",
+     .summary = "D.3: far weights chosen after seeing the value phases defeat cancellation (|t| >= cos eps, Theorem 7 violated); "
      "Chernoff tail of N_eps",
-     {{"M", "1000,10000,100000", "far routes M"},
+     .flags = {{"M", "1000,10000,100000", "far routes M"},
       {"eps", "0.3", "selection half-width eps: A_eps = {k : |arg zeta_k| <= eps}, p = eps / pi"},
       {"eta", "0.05", "failure probability of Theorem 7's bound"}},
-     false,
-     400,
-     run_adaptive_selection,
-     {{"adaptive selection", {{"M", "1000,10000,100000"}, {"eps", "0.3"}}, 400, 60},
+     .uses_family = false,
+     .default_samples = 400,
+     .run = run_adaptive_selection,
+     .checks = {{"adaptive selection", {{"M", "1000,10000,100000"}, {"eps", "0.3"}}, 400, 60},
       {"adaptive selection narrow", {{"M", "100000"}, {"eps", "0.05"}}, 400, 60},
       {"chernoff tail", {{"M", "200,500"}, {"eps", "0.3"}}, 100000, 20000}},
-     70,
-     [](const Params& p) { adaptive_selection_config(p); }});
+     .order = 70,
+     .validate = [](const Params& p) { adaptive_selection_config(p); }});
 
 }  // namespace
 

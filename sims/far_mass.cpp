@@ -355,21 +355,21 @@ std::vector<SimRow> run_far_mass(const Params& p, const SimContext& ctx) {
 // from 0.15 to 0.9995 over M_L = 10..1e5 (not vacuous); at lambda = 5 it
 // crosses 1/2 at M_L = 2.2e4. With g = 0.5, the random Proposition 1 instances
 // (lambda g up to 15 against log M up to 5.3) mostly have a bound below 1/2.
-const bool registered = register_sim({"far-mass",
-          "far mass rho_D and a_D against Props 1, 3 (streamed to M_L = 1e7+), Prop 4 and B.11/B.12",
-          {{"K", "1", "near-set size K"},
+const bool registered = register_sim({.name = "far-mass",
+     .summary = "far mass rho_D and a_D against Props 1, 3 (streamed to M_L = 1e7+), Prop 4 and B.11/B.12",
+     .flags = {{"K", "1", "near-set size K"},
            {"lambda", "2", "logit bound: logits lambda S with S in [-1, 1]"},
            {"gap", "0.5", "Proposition 1's score gap g = c_near - c_far, in (0, 2]"},
            {"ML", "10,100,1000,10000,100000", "far-set sizes M_L (one streamed far set per route, read at each)", true},
            {"routes", "8", "independent nested routes (queries) per far-set curve"}},
-          true,
-          100000,
-          run_far_mass,
-          {{"far mass bounds", {{"family", "householder"}, {"d", "8"}, {"K", "1,4"}, {"lambda", "3"}, {"gap", "0.5"},
+     .uses_family = true,
+     .default_samples = 100000,
+     .run = run_far_mass,
+     .checks = {{"far mass bounds", {{"family", "householder"}, {"d", "8"}, {"K", "1,4"}, {"lambda", "3"}, {"gap", "0.5"},
                                 {"ML", "10,100,1000,10000,100000"}, {"routes", "8"}}, 100000, 10000}},
-          50,
-          [](const Params& p) { parse_far_mass_point(p); },
-          gpu_family_refusal});
+     .order = 50,
+     .validate = [](const Params& p) { parse_far_mass_point(p); },
+     .gpu_refusal = gpu_family_refusal});
 
 }  // namespace
 

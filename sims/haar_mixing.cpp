@@ -134,19 +134,19 @@ std::vector<SimRow> run_haar_mixing(const Params& p, const SimContext& ctx) {
 }  // namespace
 
 namespace {
-const bool registered = register_sim({"haar-mixing",
-          "law of q^T P_n k against the Haar law (KS), det component, trace moments (Theorem 4, Prop 2, Remark 3)",
-          {{"n", "1,2,4,8,16,32,64", "walk lengths (one walk, read at each length)", true}},
-          true,
-          20000,
-          run_haar_mixing,
-          {{"householder mixing", {{"family", "householder"}, {"d", "2,6,16"}, {"n", "1,2,5,8,16,32,64"}}, 40000, 8000},
+const bool registered = register_sim({.name = "haar-mixing",
+     .summary = "law of q^T P_n k against the Haar law (KS), det component, trace moments (Theorem 4, Prop 2, Remark 3)",
+     .flags = {{"n", "1,2,4,8,16,32,64", "walk lengths (one walk, read at each length)", true}},
+     .uses_family = true,
+     .default_samples = 20000,
+     .run = run_haar_mixing,
+     .checks = {{"householder mixing", {{"family", "householder"}, {"d", "2,6,16"}, {"n", "1,2,5,8,16,32,64"}}, 40000, 8000},
            {"coordinate fails to mix", {{"family", "householder"}, {"normals", "coordinate"}, {"d", "4,8"}, {"n", "1,5,10,40"}}, 40000, 8000},
            {"heat-dithered mixing", {{"family", "dithered"}, {"d", "4"}, {"normals", "coordinate"}, {"tau", "0.5"}, {"n", "1,2,12"}}, 20000, 4000},
            {"haar law", {{"family", "haar"}, {"d", "2,3,8,32"}, {"group", "o,so"}, {"n", "1"}}, 40000, 8000}},
-          30,
-          {},
-          gpu_family_refusal});
+     .order = 30,
+     .validate = {},
+     .gpu_refusal = gpu_family_refusal});
 }  // namespace
 
 }  // namespace routelab

@@ -127,17 +127,17 @@ std::vector<SimRow> run_moment_decay(const Params& p, const SimContext& ctx) {
 }  // namespace
 
 namespace {
-const bool registered = register_sim({"moment-decay",
-          "||E P_n||_op against beta^n (Theorem 3) and the mixing window w_eps (B.2)",
-          {{"n", "1,2,4,8,16", "walk lengths (one walk, read at each length)", true},
+const bool registered = register_sim({.name = "moment-decay",
+     .summary = "||E P_n||_op against beta^n (Theorem 3) and the mixing window w_eps (B.2)",
+     .flags = {{"n", "1,2,4,8,16", "walk lengths (one walk, read at each length)", true},
            {"eps", "0.1,0.01", "mixing-window levels", true}},
-          true,
-          40000,
-          run_moment_decay,
-          {{"first-moment decay", {{"family", "householder"}, {"d", "16"}, {"n", "1,5,10,20"}, {"eps", "0.1,0.01"}}, 100000, 10000},
+     .uses_family = true,
+     .default_samples = 40000,
+     .run = run_moment_decay,
+     .checks = {{"first-moment decay", {{"family", "householder"}, {"d", "16"}, {"n", "1,5,10,20"}, {"eps", "0.1,0.01"}}, 100000, 10000},
            {"so2 harmonic decay", {{"family", "so2"}, {"d", "2"}, {"a", "0.5,1,2"}, {"n", "1,5,10,20"}, {"eps", "0.1,0.01"}}, 400000, 40000},
            {"non-normal decay", {{"family", "nonnormal"}, {"d", "3"}, {"n", "4,8"}, {"eps", "0.1"}}, 400000, 40000}},
-          20});
+     .order = 20});
 }  // namespace
 
 }  // namespace routelab

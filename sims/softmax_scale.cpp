@@ -128,20 +128,20 @@ std::vector<SimRow> run_softmax_scale(const Params& p, const SimContext& ctx) {
 // Defaults: B.4's worked example (K = 1, M_max = 1000, rho* = 0.05,
 // a* = 0.01: lambda g >= 9.8522, the rho term binding); a* = 0.001 makes the
 // a term bind (lambda g >= 10.362) and separates the exact extremal value.
-const bool registered = register_sim({"softmax-scale",
-          "B.4's required logit scale for rho_D <= rho*, a_D <= a* against the smallest that works (Prop 1)",
-          {{"K", "1", "near-set size K"},
+const bool registered = register_sim({.name = "softmax-scale",
+     .summary = "B.4's required logit scale for rho_D <= rho*, a_D <= a* against the smallest that works (Prop 1)",
+     .flags = {{"K", "1", "near-set size K"},
            {"Mmax", "1000", "largest far-set size M_max"},
            {"rho-star", "0.05", "target far mass rho*, in (0, gap/2)"},
            {"a-star", "0.01", "target far-weight norm a*, in (0, 1]"},
            {"gap", "0.5", "score gap g = c_near - c_far, in (0, 2]"}},
-          false,
-          2000,
-          run_softmax_scale,
-          {{"softmax scale", {{"K", "1,4"}, {"Mmax", "1000"}, {"rho-star", "0.05"}, {"a-star", "0.01,0.001"}, {"gap", "0.5"}},
+     .uses_family = false,
+     .default_samples = 2000,
+     .run = run_softmax_scale,
+     .checks = {{"softmax scale", {{"K", "1,4"}, {"Mmax", "1000"}, {"rho-star", "0.05"}, {"a-star", "0.01,0.001"}, {"gap", "0.5"}},
             1000, 300}},
-          51,
-          [](const Params& p) { parse_softmax_scale_point(p); }});
+     .order = 51,
+     .validate = [](const Params& p) { parse_softmax_scale_point(p); }});
 
 }  // namespace
 
