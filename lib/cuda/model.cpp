@@ -123,7 +123,7 @@ double Model::forward(const int* tokens, const int* targets, int B, int T, uint6
   if (rotary) ensure_size(theta_, std::size_t(N) * nb);
   const bool path_beta = m.householder_beta == "path";
 
-  encoder_forward(a.encoded, tokens_.data(), P + tensors_[0].offset, N, int(C));
+  encoder_forward(a.encoded, tokens_.data(), P + nn::find_tensor(tensors_, "wte").offset, N, int(C));
   const float* residual = a.encoded;
   for (int l = 0; l < m.layers; ++l) {
     const nn::LayerParams lp = nn::layer_params(tensors_, l);
@@ -156,9 +156,9 @@ double Model::forward(const int* tokens, const int* targets, int B, int T, uint6
     residual_forward(L.res3, L.res2, L.fcproj, N * C);
     residual = L.res3;
   }
-  const std::size_t lnfw = tensors_[tensors_.size() - 2].offset, lnfb = tensors_.back().offset;
+  const std::size_t lnfw = nn::find_tensor(tensors_, "lnfw").offset, lnfb = nn::find_tensor(tensors_, "lnfb").offset;
   layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, residual, P + lnfw, P + lnfb, N, int(C));
-  matmul_forward(cublas_, a.logits, a.lnf, P + tensors_[0].offset, nullptr, N, int(C), int(V), math_);
+  matmul_forward(cublas_, a.logits, a.lnf, P + nn::find_tensor(tensors_, "wte").offset, nullptr, N, int(C), int(V), math_);
   crossentropy_forward(a.losses, a.logits, targets_.data(), N, int(V));
   losses_.resize(std::size_t(N));
   CUDA_CHECK(cudaMemcpy(losses_.data(), a.losses, std::size_t(N) * sizeof(float), cudaMemcpyDeviceToHost));
@@ -188,8 +188,8 @@ void Model::backward() {
   if (trained_angles) ensure_size(dtheta_, std::size_t(N) * nb);
   double* dtheta = trained_angles ? dtheta_.data() : nullptr;
 
-  const std::size_t wte = tensors_[0].offset, lnfw = tensors_[tensors_.size() - 2].offset,
-                    lnfb = tensors_.back().offset;
+  const std::size_t wte = nn::find_tensor(tensors_, "wte").offset, lnfw = nn::find_tensor(tensors_, "lnfw").offset,
+                    lnfb = nn::find_tensor(tensors_, "lnfb").offset;
   crossentropy_backward(g.logits, a.logits, targets_.data(), float(1.0 / double(N)), N, int(V));
   matmul_backward(cublas_, g.lnf, G + wte, nullptr, g.logits, a.lnf, P + wte, N, int(C), int(V), math_);
   const float* last = a.layers[m.layers - 1].res3;

@@ -18,9 +18,6 @@ namespace routelab::nn {
 
 namespace {
 
-const char* const kLayerTensors[] = {"ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-                                     "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw",  "fcprojb"};
-
 std::size_t find_offset(const std::vector<ParamTensor>& ts, const std::string& name) {
   for (const auto& t : ts)
     if (t.name == name) return t.offset;
@@ -28,6 +25,12 @@ std::size_t find_offset(const std::vector<ParamTensor>& ts, const std::string& n
 }
 
 }  // namespace
+
+const ParamTensor& find_tensor(const std::vector<ParamTensor>& ts, const std::string& name) {
+  for (const auto& t : ts)
+    if (t.name == name) return t;
+  throw std::out_of_range("no parameter tensor " + name);
+}
 
 LayerParams layer_params(const std::vector<ParamTensor>& ts, int l) {
   const std::string p = "layer" + std::to_string(l) + ".";
@@ -47,41 +50,45 @@ void require_in_vocabulary(const int* tokens, const int* targets, int64_t n, int
 }
 
 std::vector<ParamTensor> param_layout(const ModelConfig& m) {
-  const std::size_t C = m.d_model, V = m.vocab, F = std::size_t(m.mlp_ratio) * C;
+  const int64_t C = m.d_model, V = m.vocab, F = int64_t(m.mlp_ratio) * C, H = m.heads;
   const SchemeInfo* scheme = find_scheme(m.scheme);
   const bool learned = scheme && scheme->angles == AngleKind::learned;
   const bool projected = scheme && scheme->angles == AngleKind::projected;
-  const std::size_t nb = std::size_t(m.head_dim() / 2);
+  const int64_t nb = m.head_dim() / 2;
   const bool forget = scheme && scheme->forget;
   const bool householder = scheme && scheme->householder;
   std::vector<ParamTensor> ts;
   std::size_t at = 0;
-  auto add = [&](std::string name, std::size_t size, bool decay) {
-    ts.push_back({std::move(name), at, size, decay});
+  auto add = [&](std::string name, std::vector<int64_t> shape, bool decay) {
+    std::size_t size = 1;
+    for (int64_t n : shape) size *= std::size_t(n);
+    ts.push_back({std::move(name), at, size, decay, std::move(shape)});
     at += size;
   };
-  add("wte", V * C, true);
-  // The angle tables are not decayed: decay would pull them towards no
-  // position.
-  if (learned && m.learned_shared) add("angles", 256 * nb, false);
+  add("wte", {V, C}, true);  // token embedding, also the output projection (tied)
+  // The angle tables (one row of nb increments per byte) are not decayed:
+  // decay would pull them towards no position.
+  if (learned && m.learned_shared) add("angles", {256, nb}, false);
   for (int l = 0; l < m.layers; ++l) {
     const std::string p = "layer" + std::to_string(l) + ".";
-    const std::size_t sizes[] = {C, C, 3 * C * C, 3 * C, C * C, C, C, C, F * C, F, C * F, C};
-    for (int i = 0; i < 12; ++i) add(p + kLayerTensors[i], sizes[i], i == 2 || i == 4 || i == 8 || i == 10);
-    if (learned && !m.learned_shared) add(p + "angles", 256 * nb, false);
-    // The projected increments psi = W xhat + b (nb x C, nb), not decayed for
-    // the tables' reason: decay would pull psi towards a constant step.
-    if (projected) add(p + "psiw", nb * C, false), add(p + "psib", nb, false);
-    // The forget gate's projection (heads x C) and bias (0 at start: f = 1/2).
-    if (forget) add(p + "fgw", std::size_t(m.heads) * C, true), add(p + "fgb", std::size_t(m.heads), false);
-    // Householder directions (C x C: every head's hd rows) and, for PaTH's
-    // beta, its logits (heads x C); biases 0 at start (beta = 1).
-    if (householder) add(p + "hhw", C * C, true), add(p + "hhb", C, false);
-    if (householder && m.householder_beta == "path")
-      add(p + "hhu", std::size_t(m.heads) * C, true), add(p + "hhc", std::size_t(m.heads), false);
+    add(p + "ln1w", {C}, false), add(p + "ln1b", {C}, false);  // LayerNorm before attention
+    add(p + "qkvw", {3 * C, C}, true), add(p + "qkvb", {3 * C}, false);  // rows: q, k, v; head h at h d_head
+    add(p + "attprojw", {C, C}, true), add(p + "attprojb", {C}, false);  // attention output projection
+    add(p + "ln2w", {C}, false), add(p + "ln2b", {C}, false);            // LayerNorm before the MLP
+    add(p + "fcw", {F, C}, true), add(p + "fcb", {F}, false);            // MLP in
+    add(p + "fcprojw", {C, F}, true), add(p + "fcprojb", {C}, false);    // MLP out
+    if (learned && !m.learned_shared) add(p + "angles", {256, nb}, false);
+    // The projected increments psi = W xhat + b, not decayed for the tables'
+    // reason: decay would pull psi towards a constant step.
+    if (projected) add(p + "psiw", {nb, C}, false), add(p + "psib", {nb}, false);
+    // The forget gate's projection and bias (0 at start: f = 1/2).
+    if (forget) add(p + "fgw", {H, C}, true), add(p + "fgb", {H}, false);
+    // Householder directions (every head's d_head rows) and, for PaTH's beta,
+    // its logits; biases 0 at start (beta = 1).
+    if (householder) add(p + "hhw", {C, C}, true), add(p + "hhb", {C}, false);
+    if (householder && m.householder_beta == "path") add(p + "hhu", {H, C}, true), add(p + "hhc", {H}, false);
   }
-  add("lnfw", C, false);
-  add("lnfb", C, false);
+  add("lnfw", {C}, false), add("lnfb", {C}, false);  // the final LayerNorm
   return ts;
 }
 
@@ -225,7 +232,7 @@ double Model<R>::forward(const int* tokens, const int* targets, int B, int T, ui
   if (rotary) theta_.resize(std::size_t(N) * nb);
   const bool path_beta = m.householder_beta == "path";
 
-  encoder_forward(a.encoded, tokens, P + tensors_[0].offset, N, int(C));
+  encoder_forward(a.encoded, tokens, P + find_tensor(tensors_, "wte").offset, N, int(C));
   const R* residual = a.encoded;
   for (int l = 0; l < m.layers; ++l) {
     const LayerParams lp = layer_params(tensors_, l);
@@ -274,9 +281,9 @@ double Model<R>::forward(const int* tokens, const int* targets, int B, int T, ui
     residual_forward(L.res3, L.res2, L.fcproj, N * C);
     residual = L.res3;
   }
-  const std::size_t lnfw = tensors_[tensors_.size() - 2].offset, lnfb = tensors_.back().offset;
+  const std::size_t lnfw = find_tensor(tensors_, "lnfw").offset, lnfb = find_tensor(tensors_, "lnfb").offset;
   layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, residual, P + lnfw, P + lnfb, N, int(C));
-  matmul_forward(a.logits, a.lnf, P + tensors_[0].offset, (const R*)nullptr, N, int(C), int(V));
+  matmul_forward(a.logits, a.lnf, P + find_tensor(tensors_, "wte").offset, (const R*)nullptr, N, int(C), int(V));
   crossentropy_forward(a.losses, a.logits, targets, N, int(V));
   double sum = 0;
   for (int64_t n = 0; n < N; ++n) sum += double(a.losses[n]);
@@ -305,8 +312,8 @@ void Model<R>::backward() {
   double* dtheta = trained_angles ? dtheta_.data() : nullptr;
   const int* tokens = tokens_.data();
 
-  const std::size_t wte = tensors_[0].offset, lnfw = tensors_[tensors_.size() - 2].offset,
-                    lnfb = tensors_.back().offset;
+  const std::size_t wte = find_tensor(tensors_, "wte").offset, lnfw = find_tensor(tensors_, "lnfw").offset,
+                    lnfb = find_tensor(tensors_, "lnfb").offset;
   crossentropy_backward(g.logits, a.logits, targets_.data(), R(1.0 / double(N)), N, int(V));
   matmul_backward(g.lnf, G + wte, (R*)nullptr, g.logits, a.lnf, P + wte, N, int(C), int(V));
   const R* last = a.layers[m.layers - 1].res3;

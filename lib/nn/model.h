@@ -23,10 +23,16 @@ namespace routelab::nn {
 struct ParamTensor {
   std::string name;  // "wte", "layer0.qkvw", ..., "lnfb"
   std::size_t offset, size;
-  bool decay;  // AdamW weight decay applies (weight matrices only)
+  bool decay;                  // AdamW weight decay applies (weight matrices only)
+  std::vector<int64_t> shape;  // as the forward reads the floats, row-major; weights (out, in): y = x W^T + b
 };
 
+// Every parameter tensor in buffer order, with its shape (see model.cpp for
+// each one's meaning). C = d_model, F = mlp_ratio C, V = vocab, H = heads,
+// nb = d_head / 2.
 std::vector<ParamTensor> param_layout(const ModelConfig& m);
+// The tensor called `name`; throws std::out_of_range if the model has none.
+const ParamTensor& find_tensor(const std::vector<ParamTensor>& tensors, const std::string& name);
 
 // Offsets of one layer's tensors in the parameter buffer; size_t(-1) for a
 // tensor the scheme does not have (angles, fg*, hh*, psi*). Under
@@ -45,13 +51,29 @@ void require_in_vocabulary(const int* tokens, const int* targets, int64_t n, int
 // arena of R, as pointers into it. In a shared arena (evaluation) every layer
 // uses the same buffers. The pointers are only computed, never followed, so
 // the CUDA model (cuda/model.h) lays out its device arena with the same code.
+// Shapes below: N = B T positions, C = d_model, F = mlp_ratio C, V = vocab,
+// H = heads, hd = d_head, nb = hd / 2. Scheme-only buffers have size 0 in a
+// model of another scheme.
 template <class R>
 struct ActivationLayout {
   struct Layer {
-    R *ln1, *ln1_mean, *ln1_rstd, *qkv, *q, *k, *v, *o, *lse, *atty, *attproj, *res2, *ln2, *ln2_mean, *ln2_rstd,
-        *fch, *fch_gelu, *fcproj, *res3, *cs, *fz, *cum, *hz, *hw, *hr, *hbeta, *psi;
+    R *ln1, *ln1_mean, *ln1_rstd;  // (N, C) LayerNorm of the block input; its mean and 1/std (N)
+    R *qkv;                        // (N, 3C) the fused projection
+    R *q, *k, *v;                  // (B, H, T, hd) split into heads, q and k (and v under _qkv) rotated
+    R *o, *lse;                    // (B, H, T, hd) each head's output; (B, H, T) each row's log-sum-exp
+    R *atty, *attproj, *res2;      // (N, C) heads merged (and rotated back under _qkv); projected; residual
+    R *ln2, *ln2_mean, *ln2_rstd;  // (N, C) LayerNorm before the MLP; (N) mean and 1/std
+    R *fch, *fch_gelu, *fcproj;    // (N, F) MLP in, after GELU; (N, C) MLP out
+    R *res3;                       // (N, C) the block's output
+    R *cs;                         // (N, nb, 2) cos and sin of the accumulated angles
+    R *fz, *cum;                   // forget gate: (N, H) logits; (B, H, T) running sums of log f
+    R *hz, *hw;                    // Householder: (N, C) directions before normalising; (B, H, T, hd) unit w
+    R *hr, *hbeta;                 // Householder: (N, H) beta logits (PaTH's beta); (B, H, T) beta
+    R *psi;                        // projected angles: (N, nb) the increments W_psi xhat + b_psi
   };
-  R *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
+  R *encoded;                  // (N, C) token embeddings
+  R *lnf, *lnf_mean, *lnf_rstd;  // (N, C) final LayerNorm; (N) mean and 1/std
+  R *logits, *losses;          // (N, V) logits; (N) per-position cross-entropy (nats)
   std::vector<Layer> layers;
   // The floats an arena for (m, B, T, shared) needs.
   static std::size_t size(const ModelConfig& m, int B, int T, bool shared);
