@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "groups/so2_phases.h"
 #include "planted_law.h"
 #include "sims/runner.h"
 #include "sims/score_tail.h"
@@ -151,6 +152,38 @@ TEST(ScoreTail, SameRowsAtOneAndTwoThreads) {
   const auto b = score_tail_rows(*law, {1, 8}, {0.5}, 3, small(3000, 2));
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].estimate, b[i].estimate) << a[i].quantity;
+}
+
+// The batched phase kernel behind score-tail (eight walks a register, each
+// lane its own Philox stream) gives every walk what so2_mean_cos_at gives it
+// alone, bit for bit: B a multiple of eight (the interleaved path), even but
+// not (one block at a time), odd (blocks straddling steps), drifts that need
+// the increment wrapped, a last group of fewer than eight walks, lengths
+// across the 64-step batches, and stream ids crossing a 32-bit word.
+TEST(ScoreTail, BatchedWalksEqualSingleWalksBitForBit) {
+  struct Case {
+    int B;
+    double a, omega;
+  };
+  const std::vector<long long> ns = {1, 10, 63, 64, 65, 130};
+  So2WalkScratch batch_buf, walk_buf;
+  for (const Case& k : {Case{32, 1.0, 0.0}, Case{32, 0.5, 0.1}, Case{8, 3.0, 2.5}, Case{6, 1.0, -0.3},
+                        Case{5, 1.0, 0.0}}) {
+    std::vector<double> widths(k.B);
+    for (int b = 0; b < k.B; ++b) widths[b] = k.a * std::pow(0.7, b);
+    const So2Blocks law(2 * k.B, widths, k.omega);
+    for (const uint64_t stream0 : {uint64_t(40), (uint64_t(1) << 32) - 5}) {
+      const long long walks = 13;
+      std::vector<double> batched(walks * ns.size()), alone(ns.size());
+      so2_mean_cos_at_walks(law, 9, stream0, walks, ns.data(), int(ns.size()), batched.data(), batch_buf);
+      for (long long w = 0; w < walks; ++w) {
+        Stream s(9, stream0 + uint64_t(w));
+        so2_mean_cos_at(law, s, ns.data(), int(ns.size()), alone.data(), walk_buf);
+        for (std::size_t c = 0; c < ns.size(); ++c)
+          ASSERT_EQ(batched[w * ns.size() + c], alone[c]) << "B " << k.B << " walk " << w << " n " << ns[c];
+      }
+    }
+  }
 }
 
 TEST(ScoreTail, ClosedForms) {

@@ -4,6 +4,10 @@
 #include <cmath>
 #include <vector>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace routelab {
 
 // Steps per batch: B * kSteps uniforms and phases stay in L1/L2.
@@ -75,6 +79,169 @@ void so2_mean_cos_at(const So2Blocks& law, Stream& s, const long long* ns, int c
     for (; c < count && ns[c] <= t0 + m; ++c)
       cos_weighted_rows(th + std::size_t(ns[c] - 1 - t0) * B, 1, B, buf.weight.data(), out + c);
   });
+}
+
+namespace {
+
+#if defined(__AVX512F__)
+// Eight walks a register: lane w draws from Stream(seed, stream0 + w), all at
+// the same block counter. Philox4x32-10 (Salmon et al. 2011) as philox_block
+// computes it, but with one block per 64-bit lane instead of sixteen per
+// 32-bit lanes: vpmuludq then gives the whole 64-bit product of the low words,
+// hi = product >> 32 and lo = the product itself (its upper half is junk that
+// only ever meets another vpmuludq or a xor whose upper half is junk too), so
+// a round is two multiplies, two shifts and two xors with no blends.
+struct PhiloxLanes {
+  __m512i m0 = _mm512_set1_epi64(0xD2511F53u), m1 = _mm512_set1_epi64(0xCD9E8D57u);
+  __m512i stream, stream_hi, ka[10], kb[10];
+  PhiloxLanes(uint64_t seed, uint64_t stream0)
+      : stream(_mm512_add_epi64(_mm512_set1_epi64((long long)stream0), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7))),
+        stream_hi(_mm512_srli_epi64(stream, 32)) {
+    for (int r = 0; r < 10; ++r) {
+      ka[r] = _mm512_set1_epi32(int(uint32_t(seed) + uint32_t(r) * 0x9E3779B9u));
+      kb[r] = _mm512_set1_epi32(int(uint32_t(seed >> 32) + uint32_t(r) * 0xBB67AE85u));
+    }
+  }
+  // Block `block` of every lane's stream: its uniforms 2 block (words 0, 1)
+  // and 2 block + 1 (words 2, 3), as Stream::uniform makes them.
+  // Blocks `block` .. `block + kBlocks - 1` of every lane's stream: block
+  // j's uniforms 2j (words 0, 1) and 2j + 1 (words 2, 3), as Stream::uniform
+  // makes them, in u[2 (j - block)] and u[2 (j - block) + 1]. Several blocks
+  // at once so their independent rounds interleave.
+  template <int kBlocks>
+  void uniforms(uint64_t block, __m512d* u) const {
+    __m512i x0[kBlocks], x1[kBlocks], x2[kBlocks], x3[kBlocks];
+    for (int i = 0; i < kBlocks; ++i) {
+      x0[i] = _mm512_set1_epi32(int(uint32_t(block + i)));
+      x1[i] = _mm512_set1_epi32(int(uint32_t((block + i) >> 32)));
+      x2[i] = stream;
+      x3[i] = stream_hi;
+    }
+    for (int r = 0; r < 10; ++r)
+      for (int i = 0; i < kBlocks; ++i) {
+        const __m512i p0 = _mm512_mul_epu32(x0[i], m0), p1 = _mm512_mul_epu32(x2[i], m1);
+        x0[i] = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p1, 32), x1[i], ka[r], 0x96);  // three-way xor
+        x2[i] = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p0, 32), x3[i], kb[r], 0x96);
+        x1[i] = p1;
+        x3[i] = p0;
+      }
+    for (int i = 0; i < kBlocks; ++i) {
+      u[2 * i] = u01(x0[i], x1[i]);
+      u[2 * i + 1] = u01(x2[i], x3[i]);
+    }
+  }
+  // 2^53 u01_open of (hi << 32 | lo), the low words of two lanes'
+  // registers: the 53 bits plus one half, exact (the caller folds 2^-53 into
+  // the half-width, also exact).
+  static __m512d u01(__m512i lo, __m512i hi) {
+    const __m512i bits = _mm512_mask_shuffle_epi32(lo, 0xAAAA, hi, _MM_PERM_CCAA);  // hi's low word up
+    return _mm512_add_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(bits, 11)), _mm512_set1_pd(0.5));
+  }
+};
+
+inline __m512d wrap_phase8(__m512d x) {  // wrap_phase, eight at a time
+  const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(0.15915494309189535)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm512_fnmadd_pd(k, _mm512_set1_pd(2.4492935982947064e-16),
+                          _mm512_fnmadd_pd(k, _mm512_set1_pd(6.283185307179586), x));
+}
+
+// How phase_batches forms an increment: lo + width u (one fused
+// multiply-add in GCC's code), plus omega unless it is zero (adding +0 to
+// that sum, never -0, changes nothing), wrapped first when it can exceed pi.
+enum class Increment { no_drift, drift, wrapped };
+
+// phase_batches' update of phase b by uniform u = 2^53 u01 and width2 = 2^-53
+// width: width2 u = width u01 exactly, so the fused multiply-add, and every
+// phase after it, is the single-walk one.
+template <Increment kInc>
+inline void phase_step8(double* th, double lo, double width2, double omega, __m512d u) {
+  __m512d psi = _mm512_fmadd_pd(_mm512_set1_pd(width2), u, _mm512_set1_pd(lo));
+  if (kInc != Increment::no_drift) psi = _mm512_add_pd(_mm512_set1_pd(omega), psi);
+  if (kInc == Increment::wrapped) psi = wrap_phase8(psi);
+  _mm512_storeu_pd(th, wrap_phase8(_mm512_add_pd(_mm512_loadu_pd(th), psi)));
+}
+
+// Blocks a lane's Philox rounds interleave (a step of B = 32 phases is 16).
+constexpr int kInterleave = 4;
+
+// Walk k of the lanes draws uniform t B + b for step t, block b.
+template <Increment kInc>
+void mean_cos_eight_walks(const So2Blocks& law, const PhiloxLanes& gen, int lanes, const long long* ns, int count,
+                          double* out, So2WalkScratch& buf) {
+  const int B = law.blocks();
+  const double omega = law.omega();
+  buf.th.assign(std::size_t(8) * B, 0.0);  // th[8 b + w]; wrap_phase(0) = 0, the walk's start
+  double *th = buf.th.data(), *lo = buf.lo.data(), *width = buf.width.data();
+  auto record = [&](int c) {  // S at ns[c] = the step just made
+    for (int k = 0; k < B; ++k)
+      for (int w = 0; w < 8; ++w) buf.rows[std::size_t(w) * B + k] = th[8 * k + w];
+    cos_weighted_rows(buf.rows.data(), lanes, B, buf.weight.data(), buf.S.data());
+    for (int w = 0; w < lanes; ++w) out[std::size_t(w) * count + c] = buf.S[w];
+  };
+  const long long n = ns[count - 1];
+  int c = 0;
+  __m512d u[2 * kInterleave];
+  if (B % (2 * kInterleave) == 0) {  // a step is B / 2 whole blocks
+    for (long long t = 1; t <= n; ++t) {
+      const uint64_t first = uint64_t(t - 1) * uint64_t(B / 2);
+      for (int b = 0; b < B; b += 2 * kInterleave) {
+        gen.uniforms<kInterleave>(first + b / 2, u);
+        for (int i = 0; i < 2 * kInterleave; ++i) phase_step8<kInc>(th + 8 * (b + i), lo[b + i], width[b + i], omega, u[i]);
+      }
+      for (; c < count && ns[c] == t; ++c) record(c);
+    }
+    return;
+  }
+  long long t = 0;  // odd B: a block can straddle two steps
+  int b = 0;
+  for (uint64_t block = 0; t < n; ++block) {
+    gen.uniforms<1>(block, u);
+    for (int i = 0; i < 2; ++i) {
+      if (t == n) break;
+      phase_step8<kInc>(th + 8 * b, lo[b], width[b], omega, u[i]);
+      if (++b < B) continue;
+      b = 0;
+      ++t;
+      for (; c < count && ns[c] == t; ++c) record(c);
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+void so2_mean_cos_at_walks(const So2Blocks& law, uint64_t seed, uint64_t stream0, long long walks,
+                           const long long* ns, int count, double* out, So2WalkScratch& buf) {
+#if defined(__AVX512F__)
+  const int B = law.blocks();
+  bool big = false, exact = true;  // big as in phase_batches
+  buf.lo.resize(B), buf.width.resize(B), buf.rows.resize(std::size_t(8) * B), buf.S.resize(8);
+  buf.weight.assign(B, 1.0 / B);
+  for (int b = 0; b < B; ++b) {
+    const double a = law.half_widths()[b];
+    big |= std::abs(law.omega()) + a > M_PI;
+    buf.lo[b] = -a;
+    buf.width[b] = (a - (-a)) * 0x1.0p-53;
+    exact &= buf.width[b] * 0x1.0p53 == a - (-a);  // not subnormal
+  }
+  const Increment inc = big ? Increment::wrapped : law.omega() != 0 ? Increment::drift : Increment::no_drift;
+  for (long long w = 0; w < walks && exact; w += 8) {
+    const PhiloxLanes gen(seed, stream0 + uint64_t(w));
+    const int lanes = int(std::min<long long>(8, walks - w));
+    double* o = out + std::size_t(w) * count;
+    switch (inc) {
+      case Increment::no_drift: mean_cos_eight_walks<Increment::no_drift>(law, gen, lanes, ns, count, o, buf); break;
+      case Increment::drift: mean_cos_eight_walks<Increment::drift>(law, gen, lanes, ns, count, o, buf); break;
+      case Increment::wrapped: mean_cos_eight_walks<Increment::wrapped>(law, gen, lanes, ns, count, o, buf); break;
+    }
+  }
+  if (exact) return;
+#endif
+  for (long long w = 0; w < walks; ++w) {
+    Stream s(seed, stream0 + uint64_t(w));
+    so2_mean_cos_at(law, s, ns, count, out + std::size_t(w) * count, buf);
+  }
 }
 
 void so2_mean_cos_walk(const So2Blocks& law, Stream& s, int n, double* S) {

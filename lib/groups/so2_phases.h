@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "groups/so2.h"
@@ -33,7 +34,7 @@ void so2_mean_cos_walk(const So2Blocks& law, Stream& s, int n, double* S);
 
 // Buffers one thread reuses across walks (so2_mean_cos_at allocates nothing).
 struct So2WalkScratch {
-  std::vector<double> lo, width, u, th, weight, theta;
+  std::vector<double> lo, width, u, th, weight, theta, rows, S;
 };
 
 // S at each of the sorted lengths ns[0 .. count): so2_mean_cos_walk's S[n - 1]
@@ -41,6 +42,14 @@ struct So2WalkScratch {
 // cosines taken only at those lengths.
 void so2_mean_cos_at(const So2Blocks& law, Stream& s, const long long* ns, int count, double* out,
                      So2WalkScratch& buf);
+
+// so2_mean_cos_at for `walks` walks at once, walk w on Stream(seed, stream0 +
+// w): out[w * count + c] is what so2_mean_cos_at gives that walk at ns[c],
+// bit for bit. With AVX-512 the walks go eight to a register, each lane its
+// own Philox stream at the same counter, so a short walk costs its draws and
+// not a kernel call; elsewhere it loops over so2_mean_cos_at.
+void so2_mean_cos_at_walks(const So2Blocks& law, uint64_t seed, uint64_t stream0, long long walks,
+                           const long long* ns, int count, double* out, So2WalkScratch& buf);
 
 // S[r] = sum_b w[b] cos(theta[r * B + b]) for r < rows, vectorized through
 // libmvec; theta must already be wrapped to about [-pi, pi].
