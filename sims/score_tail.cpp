@@ -272,6 +272,9 @@ std::optional<double> known_tail(const StepLaw& law, long long n, double s, cons
 
 namespace {
 
+// Chunks whose score moments are held before they are merged in order.
+constexpr long long kBatchChunks = 256;
+
 // KS against the Haar score law from binned counts: 2^18 bins on [-1, 1].
 constexpr int kKsBins = 1 << 18;
 
@@ -366,8 +369,39 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
   const int threads = std::max(1, ctx.threads);
   std::vector<TailCounts> counts(threads, TailCounts(count, levels, !matched));
   std::vector<Scratch> scratch(threads);
-  std::vector<Moments> moments(chunks, Moments(count));
+  // The mean's per-chunk moments, a batch of chunks at a time: merged in chunk
+  // order into `mean` after each batch, so memory stays flat in N. A batch is
+  // a multiple of the rank count, so chunk c of the run is chunk c - c0 of its
+  // batch for allgather_chunks' round-robin ownership.
   const int ranks = dist::size(), me = dist::rank();
+  const long long batch = ranks * ((kBatchChunks + ranks - 1) / ranks);
+  std::vector<Moments> moments(std::min(chunks, batch), Moments(count));
+  Moments mean(count);
+  auto merge_batch = [&](long long c0, long long nb) {
+    if (matched && ranks > 1) {
+      std::vector<double> owned, all;
+      const std::vector<long long> sizes(nb, 1 + 2LL * count);
+      for (long long ch = c0 + me; ch < c0 + nb; ch += ranks) {
+        const Moments& m = moments[ch - c0];
+        owned.push_back(double(m.n));
+        owned.insert(owned.end(), m.mean.begin(), m.mean.end());
+        owned.insert(owned.end(), m.m2.begin(), m.m2.end());
+      }
+      dist::allgather_chunks(owned, sizes, all);
+      for (long long k = 0; k < nb; ++k) {
+        const double* p = all.data() + std::size_t(k) * (1 + 2 * count);
+        moments[k].n = (long long)p[0];
+        std::copy(p + 1, p + 1 + count, moments[k].mean.begin());
+        std::copy(p + 1 + count, p + 1 + 2 * count, moments[k].m2.begin());
+      }
+    }
+    for (long long k = 0; k < nb; ++k) {
+      mean.merge(moments[k]);
+      moments[k].n = 0;
+      std::fill(moments[k].mean.begin(), moments[k].mean.end(), 0.0);
+      std::fill(moments[k].m2.begin(), moments[k].m2.end(), 0.0);
+    }
+  };
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num();
@@ -376,79 +410,68 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
     sc.scores.resize(std::size_t(chunk) * count);
     sc.path.resize(nmax);
     if (!matched) sc.walk = std::make_unique<WalkBuffers>(law);
+    for (long long c0 = 0; c0 < chunks; c0 += batch) {
+      const long long nb = std::min(batch, chunks - c0);
 #pragma omp for schedule(dynamic, 1)
-    for (long long ch = 0; ch < chunks; ++ch) {
-      if (ch % ranks != me) continue;
-      const long long lo = ch * chunk, hi = std::min(N, lo + chunk);
-      double* sc_scores = sc.scores.data();
-      for (long long i = lo; i < hi; ++i) {
-        double* out = sc_scores + std::size_t(i - lo) * count;
-        if (ctx.gpu) {
-          std::copy_n(device_scores.begin() + std::ptrdiff_t(i) * count, count, out);
-        } else {
-          Stream s(ctx.seed, sample_stream(ctx.point, i, kWalkStream));
-          if (matched) {
-            so2_mean_cos_at(*so2, s, ns.data(), count, out, sc.so2);
-          } else {
+      for (long long ch = c0; ch < c0 + nb; ++ch) {
+        if (ch % ranks != me) continue;
+        const long long lo = ch * chunk, hi = std::min(N, lo + chunk);
+        double* sc_scores = sc.scores.data();
+        // The chunk's so2 walks in one call (their streams are consecutive ids,
+        // sample_stream's low bits being the sample index).
+        if (matched && !ctx.gpu)
+          so2_mean_cos_at_walks(*so2, ctx.seed, sample_stream(ctx.point, lo, kWalkStream), hi - lo, ns.data(), count,
+                                sc_scores, sc.so2);
+        for (long long i = lo; i < hi; ++i) {
+          double* out = sc_scores + std::size_t(i - lo) * count;
+          if (ctx.gpu) {
+            std::copy_n(device_scores.begin() + std::ptrdiff_t(i) * count, count, out);
+          } else if (!matched) {
+            Stream s(ctx.seed, sample_stream(ctx.point, i, kWalkStream));
             walk_scores(law, s, q.data(), q.data(), int(nmax), sc.path.data(), *sc.walk);
             for (int c = 0; c < count; ++c) out[c] = sc.path[ns[c] - 1];
           }
+          if (matched) moments[ch - c0].add(out);
+          for (int c = 0; c < count; ++c) {
+            if (!matched) ++acc.hist[std::size_t(c) * kKsBins + ks_bin(out[c])];
+            for (int k = 0; k < levels; ++k) acc.hits[c * levels + k] += out[c] >= ss[k];
+          }
         }
-        if (matched) moments[ch].add(out);
-        for (int c = 0; c < count; ++c) {
-          if (!matched) ++acc.hist[std::size_t(c) * kKsBins + ks_bin(out[c])];
-          for (int k = 0; k < levels; ++k) acc.hits[c * levels + k] += out[c] >= ss[k];
-        }
-      }
-      for (long long g = lo / routes; g < std::min(groups, hi / routes); ++g) {
-        Stream s(ctx.seed, sample_stream(ctx.point, g, kCorollaryNearStream));
-        const double near = near_route_score(s, d, matched, targets.gamma);
-        const double* first = sc_scores + std::size_t(g * routes - lo) * count;
-        for (int c = 0; c < count; ++c) {
-          double mx = -std::numeric_limits<double>::infinity();
-          for (long long j = 0; j < routes; ++j) mx = std::max(mx, first[j * count + c]);
-          for (int k = 0; k < levels; ++k) {
-            acc.max_hits[c * levels + k] += mx >= ss[k];
-            if (lambdas[k] == 0) continue;
-            FarMassAccumulator fm;
-            fm.add_near(lambdas[k] * near);
-            for (long long j = 0; j < routes; ++j) fm.add_far(lambdas[k] * first[j * count + c]);
-            const bool fail = fm.far_mass() > targets.rho_star || fm.far_norm() > targets.a_star;
-            acc.fails[c * levels + k] += fail;
-            acc.fails_off[c * levels + k] += fail && mx < ss[k];
+        for (long long g = lo / routes; g < std::min(groups, hi / routes); ++g) {
+          Stream s(ctx.seed, sample_stream(ctx.point, g, kCorollaryNearStream));
+          const double near = near_route_score(s, d, matched, targets.gamma);
+          const double* first = sc_scores + std::size_t(g * routes - lo) * count;
+          for (int c = 0; c < count; ++c) {
+            double mx = -std::numeric_limits<double>::infinity();
+            for (long long j = 0; j < routes; ++j) mx = std::max(mx, first[j * count + c]);
+            for (int k = 0; k < levels; ++k) {
+              acc.max_hits[c * levels + k] += mx >= ss[k];
+              if (lambdas[k] == 0) continue;
+              FarMassAccumulator fm;
+              fm.add_near(lambdas[k] * near);
+              for (long long j = 0; j < routes; ++j) fm.add_far(lambdas[k] * first[j * count + c]);
+              const bool fail = fm.far_mass() > targets.rho_star || fm.far_norm() > targets.a_star;
+              acc.fails[c * levels + k] += fail;
+              acc.fails_off[c * levels + k] += fail && mx < ss[k];
+            }
           }
         }
       }
+#pragma omp master
+      merge_batch(c0, nb);
+#pragma omp barrier
     }
   }
   TailCounts total(count, levels, !matched);
   for (const auto& c : counts) total.add(c);
   if (ranks > 1) {
-    // Every rank's counts as one chunk each, and the chunks' moments, to all.
+    // Every rank's counts as one chunk each, to all.
     std::vector<double> all;
     const std::vector<double> mine = total.packed();
     dist::allgather_chunks(mine, std::vector<long long>(ranks, (long long)mine.size()), all);
     total = TailCounts(count, levels, !matched);
     for (int r = 0; r < ranks; ++r) total.unpack_add(all.data() + std::size_t(r) * mine.size());
-    if (matched) {
-      std::vector<double> owned;
-      std::vector<long long> sizes(chunks, 1 + 2LL * count);
-      for (long long ch = me; ch < chunks; ch += ranks) {
-        owned.push_back(double(moments[ch].n));
-        owned.insert(owned.end(), moments[ch].mean.begin(), moments[ch].mean.end());
-        owned.insert(owned.end(), moments[ch].m2.begin(), moments[ch].m2.end());
-      }
-      dist::allgather_chunks(owned, sizes, all);
-      for (long long ch = 0; ch < chunks; ++ch) {
-        const double* p = all.data() + std::size_t(ch) * (1 + 2 * count);
-        moments[ch].n = (long long)p[0];
-        std::copy(p + 1, p + 1 + count, moments[ch].mean.begin());
-        std::copy(p + 1 + count, p + 1 + 2 * count, moments[ch].m2.begin());
-      }
-    }
   }
-  Moments mean(count);
-  for (const auto& m : moments) mean.merge(m);
 
   boost::math::normal_distribution<double> normal;
   const double ks_alpha = 2.0 * boost::math::cdf(normal, -kZ);
