@@ -7,6 +7,7 @@
 
 #include "groups/so2_phases.h"
 #include "planted_law.h"
+#include "rng/philox_lanes.h"
 #include "sims/runner.h"
 #include "sims/score_tail.h"
 #include "theory/haar_score_law.h"
@@ -183,6 +184,19 @@ TEST(ScoreTail, BatchedWalksEqualSingleWalksBitForBit) {
           ASSERT_EQ(batched[w * ns.size() + c], alone[c]) << "B " << k.B << " walk " << w << " n " << ns[c];
       }
     }
+  }
+}
+
+// The near routes' draw: streams side by side give each stream's own uniforms.
+TEST(ScoreTail, UniformsOfStreamsAreEachStreamsOwn) {
+  const int n = 33;  // odd: the last block's second uniform is not used
+  const long long streams = 19;
+  const uint64_t stream0 = (uint64_t(1) << 56) + (uint64_t(1) << 32) - 7;
+  std::vector<double> side(streams * n);
+  uniforms_of_streams(3, stream0, streams, n, side.data());
+  for (long long w = 0; w < streams; ++w) {
+    Stream s(3, stream0 + uint64_t(w));
+    for (int k = 0; k < n; ++k) ASSERT_EQ(side[w * n + k], s.uniform()) << "stream " << w << " draw " << k;
   }
 }
 

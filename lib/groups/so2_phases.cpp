@@ -4,9 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
+#include "rng/philox_lanes.h"
 
 namespace routelab {
 
@@ -84,61 +82,6 @@ void so2_mean_cos_at(const So2Blocks& law, Stream& s, const long long* ns, int c
 namespace {
 
 #if defined(__AVX512F__)
-// Eight walks a register: lane w draws from Stream(seed, stream0 + w), all at
-// the same block counter. Philox4x32-10 (Salmon et al. 2011) as philox_block
-// computes it, but with one block per 64-bit lane instead of sixteen per
-// 32-bit lanes: vpmuludq then gives the whole 64-bit product of the low words,
-// hi = product >> 32 and lo = the product itself (its upper half is junk that
-// only ever meets another vpmuludq or a xor whose upper half is junk too), so
-// a round is two multiplies, two shifts and two xors with no blends.
-struct PhiloxLanes {
-  __m512i m0 = _mm512_set1_epi64(0xD2511F53u), m1 = _mm512_set1_epi64(0xCD9E8D57u);
-  __m512i stream, stream_hi, ka[10], kb[10];
-  PhiloxLanes(uint64_t seed, uint64_t stream0)
-      : stream(_mm512_add_epi64(_mm512_set1_epi64((long long)stream0), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7))),
-        stream_hi(_mm512_srli_epi64(stream, 32)) {
-    for (int r = 0; r < 10; ++r) {
-      ka[r] = _mm512_set1_epi32(int(uint32_t(seed) + uint32_t(r) * 0x9E3779B9u));
-      kb[r] = _mm512_set1_epi32(int(uint32_t(seed >> 32) + uint32_t(r) * 0xBB67AE85u));
-    }
-  }
-  // Block `block` of every lane's stream: its uniforms 2 block (words 0, 1)
-  // and 2 block + 1 (words 2, 3), as Stream::uniform makes them.
-  // Blocks `block` .. `block + kBlocks - 1` of every lane's stream: block
-  // j's uniforms 2j (words 0, 1) and 2j + 1 (words 2, 3), as Stream::uniform
-  // makes them, in u[2 (j - block)] and u[2 (j - block) + 1]. Several blocks
-  // at once so their independent rounds interleave.
-  template <int kBlocks>
-  void uniforms(uint64_t block, __m512d* u) const {
-    __m512i x0[kBlocks], x1[kBlocks], x2[kBlocks], x3[kBlocks];
-    for (int i = 0; i < kBlocks; ++i) {
-      x0[i] = _mm512_set1_epi32(int(uint32_t(block + i)));
-      x1[i] = _mm512_set1_epi32(int(uint32_t((block + i) >> 32)));
-      x2[i] = stream;
-      x3[i] = stream_hi;
-    }
-    for (int r = 0; r < 10; ++r)
-      for (int i = 0; i < kBlocks; ++i) {
-        const __m512i p0 = _mm512_mul_epu32(x0[i], m0), p1 = _mm512_mul_epu32(x2[i], m1);
-        x0[i] = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p1, 32), x1[i], ka[r], 0x96);  // three-way xor
-        x2[i] = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p0, 32), x3[i], kb[r], 0x96);
-        x1[i] = p1;
-        x3[i] = p0;
-      }
-    for (int i = 0; i < kBlocks; ++i) {
-      u[2 * i] = u01(x0[i], x1[i]);
-      u[2 * i + 1] = u01(x2[i], x3[i]);
-    }
-  }
-  // 2^53 u01_open of (hi << 32 | lo), the low words of two lanes'
-  // registers: the 53 bits plus one half, exact (the caller folds 2^-53 into
-  // the half-width, also exact).
-  static __m512d u01(__m512i lo, __m512i hi) {
-    const __m512i bits = _mm512_mask_shuffle_epi32(lo, 0xAAAA, hi, _MM_PERM_CCAA);  // hi's low word up
-    return _mm512_add_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(bits, 11)), _mm512_set1_pd(0.5));
-  }
-};
-
 inline __m512d wrap_phase8(__m512d x) {  // wrap_phase, eight at a time
   const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(0.15915494309189535)),
                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
