@@ -59,6 +59,7 @@
 #include "stats/distributed.h"
 #include "sims/device_walks.h"
 #include "io/table.h"
+#include "rng/philox_lanes.h"
 #include "stats/intervals.h"
 #include "stats/ks.h"
 #include "stats/moments.h"
@@ -161,17 +162,22 @@ void near_angles(Stream& s, double gamma, double* theta, int planes) {
 
 // A near route's score for Corollary B.5: q = k = e_1 seen in X's basis
 // (Theorem 5), or SO(2) phases within delta = gamma (Theorem 2).
+// Theorem 2's near route from its stream's first B uniforms u (overwritten):
+// the phases as B calls of uniform(-gamma, gamma) draw them, their mean
+// cosine through libmvec (one scalar cos per block was most of the cost).
+double matched_near_score(double* u, int B, double gamma, const double* weight) {
+  for (int b = 0; b < B; ++b) u[b] = -gamma + (gamma - -gamma) * u[b];
+  double sum;
+  cos_weighted_rows(u, 1, B, weight, &sum);
+  return sum;
+}
+
 double near_route_score(Stream& s, int d, bool matched, double gamma) {
   if (matched) {
-    // The B phases as B calls of uniform(-gamma, gamma) draw them, their
-    // cosines through libmvec (one scalar cos per block was most of the cost).
     const int B = d / 2;
-    std::vector<double> phase(B), weight(B, 1.0 / B);
-    s.uniforms(phase.data(), B);
-    for (double& x : phase) x = -gamma + (gamma - -gamma) * x;
-    double sum;
-    cos_weighted_rows(phase.data(), 1, B, weight.data(), &sum);
-    return sum;
+    std::vector<double> u(B), weight(B, 1.0 / B);
+    s.uniforms(u.data(), B);
+    return matched_near_score(u.data(), B, gamma, weight.data());
   }
   std::vector<double> u(d), theta(d / 2);
   unit_vector(s, u.data(), d);
@@ -348,11 +354,10 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
   const long long groups = N / routes;
   const long long chunk = routes * ((kChunk + routes - 1) / routes);
   const long long chunks = (N + chunk - 1) / chunk;
+  const double required_gap =
+      theory::prop1_required_lambda_gap(double(routes), 1.0, targets.rho_star, targets.a_star);
   std::vector<double> lambdas(levels);
-  for (int k = 0; k < levels; ++k)
-    lambdas[k] = c_near - ss[k] > 0 ? theory::prop1_required_lambda_gap(double(routes), 1.0, targets.rho_star,
-                                                                        targets.a_star) / (c_near - ss[k])
-                                    : 0.0;
+  for (int k = 0; k < levels; ++k) lambdas[k] = c_near - ss[k] > 0 ? required_gap / (c_near - ss[k]) : 0.0;
 
   // --device cuda: the same walks' scores made on the GPU (all N at once),
   // reduced below as the CPU's.
@@ -362,11 +367,12 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
                 : gpu_walk_score_records(law, ctx, ns, kWalkStream);
 
   struct Scratch {
-    std::vector<double> scores, path;
+    std::vector<double> scores, path, near_u, near;
     So2WalkScratch so2;
     std::unique_ptr<WalkBuffers> walk;
   };
   const int threads = std::max(1, ctx.threads);
+  const std::vector<double> near_weight(B, 1.0 / B);
   std::vector<TailCounts> counts(threads, TailCounts(count, levels, !matched));
   std::vector<Scratch> scratch(threads);
   // The mean's per-chunk moments, a batch of chunks at a time: merged in chunk
@@ -410,6 +416,7 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
     sc.scores.resize(std::size_t(chunk) * count);
     sc.path.resize(nmax);
     if (!matched) sc.walk = std::make_unique<WalkBuffers>(law);
+    if (matched) sc.near_u.resize(std::size_t(chunk / routes) * B), sc.near.resize(chunk / routes);
     for (long long c0 = 0; c0 < chunks; c0 += batch) {
       const long long nb = std::min(batch, chunks - c0);
 #pragma omp for schedule(dynamic, 1)
@@ -437,9 +444,24 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
             for (int k = 0; k < levels; ++k) acc.hits[c * levels + k] += out[c] >= ss[k];
           }
         }
-        for (long long g = lo / routes; g < std::min(groups, hi / routes); ++g) {
-          Stream s(ctx.seed, sample_stream(ctx.point, g, kCorollaryNearStream));
-          const double near = near_route_score(s, d, matched, targets.gamma);
+        // The chunk's near routes (matched) in one draw: their streams are
+        // consecutive ids too.
+        const long long g0 = lo / routes, g1 = std::min(groups, hi / routes);
+        if (matched) {
+          uniforms_of_streams(ctx.seed, sample_stream(ctx.point, g0, kCorollaryNearStream), g1 - g0, B,
+                              sc.near_u.data());
+          for (long long g = g0; g < g1; ++g)
+            sc.near[g - g0] = matched_near_score(sc.near_u.data() + std::size_t(g - g0) * B, B, targets.gamma,
+                                                 near_weight.data());
+        }
+        for (long long g = g0; g < g1; ++g) {
+          double near;
+          if (matched) {
+            near = sc.near[g - g0];
+          } else {
+            Stream s(ctx.seed, sample_stream(ctx.point, g, kCorollaryNearStream));
+            near = near_route_score(s, d, matched, targets.gamma);
+          }
           const double* first = sc_scores + std::size_t(g * routes - lo) * count;
           for (int c = 0; c < count; ++c) {
             double mx = -std::numeric_limits<double>::infinity();
@@ -447,6 +469,12 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
             for (int k = 0; k < levels; ++k) {
               acc.max_hits[c * levels + k] += mx >= ss[k];
               if (lambdas[k] == 0) continue;
+              // Proposition 1 (K = 1): a logit gap above the required one keeps
+              // rho_D and a_D under target. The accumulator computes rho_D from
+              // this gap through one exp, with sums in [1, M], so far above their
+              // rounding (the margin) its answer is known: no failure.
+              const double l_near = lambdas[k] * near, l_far = lambdas[k] * mx;
+              if (l_near - l_far > required_gap + 1e-6 + 1e-9 * (std::abs(l_near) + std::abs(l_far))) continue;
               FarMassAccumulator fm;
               fm.add_near(lambdas[k] * near);
               for (long long j = 0; j < routes; ++j) fm.add_far(lambdas[k] * first[j * count + c]);
