@@ -192,14 +192,26 @@ void near_route_rows(int d, bool matched, const SimContext& ctx, std::vector<Sim
   for (std::size_t r = 0; r < std::size(kNearRadii); ++r) {
     const double gamma = kNearRadii[r];
     std::vector<std::vector<double>> scratch(ctx.threads, std::vector<double>(2 * d + planes));
+    // Theorem 2(a)'s uniforms, eight instances' streams side by side: a
+    // thread keeps the last eight instances' draws (first instance, draws).
+    std::vector<std::pair<long long, std::vector<double>>> drawn(ctx.threads, {-8, std::vector<double>(8 * planes)});
+    const uint64_t stream0 = sample_stream(ctx.point, 0, kNearCheckStream + unsigned(r));
     const auto slack = parallel_fill(kNearInstances, 1, ctx.threads, [&](long long i, double* out, int t) {
-      Stream s(ctx.seed, sample_stream(ctx.point, i, kNearCheckStream + unsigned(r)));
       if (matched) {  // Theorem 2(a): S - cos delta for phases in [-delta, delta]
+        auto& [first, u] = drawn[t];
+        if (i < first || i >= first + 8) {
+          first = i - i % 8;
+          uniforms_of_streams(ctx.seed, stream0 + uint64_t(first), std::min(8LL, kNearInstances - first), planes,
+                              u.data());
+        }
+        // As s.uniform(-gamma, gamma) forms each phase; scalar cos as before.
+        const double* ui = u.data() + std::size_t(i - first) * planes;
         double sum = 0;
-        for (int b = 0; b < planes; ++b) sum += std::cos(s.uniform(-gamma, gamma));
+        for (int b = 0; b < planes; ++b) sum += std::cos(-gamma + (gamma - -gamma) * ui[b]);
         out[0] = sum / planes - std::cos(gamma);
         return;
       }
+      Stream s(ctx.seed, sample_stream(ctx.point, i, kNearCheckStream + unsigned(r)));
       double* q = scratch[t].data();
       double* k = q + d;
       double* theta = k + d;
