@@ -94,7 +94,7 @@ std::vector<SimRow> haar_mixing_rows(const StepLaw& law_ref, std::vector<long lo
     std::optional<double> tr_theory, tr2_theory;
     if (mean) tr_theory = theory::first_moment_power(*mean, int(n)).trace();
     if (mean && second) tr2_theory = theory::trace_moments_from_operators(*mean, *second, int(n)).second;
-    const std::string moments_result = law->family() == "householder" ? "Proposition 2 / Remark 3" : "Theorem 4";
+    const std::string moments_result = family_info(law->family()).moments_label;
     SimRow tr = exact_row(moments_result, "mean_trace", traces.mean[3 * c], traces.stderr_of(3 * c), tr_theory, kZ);
     tr.cells = cells;
     rows.push_back(tr);
@@ -111,7 +111,7 @@ std::vector<SimRow> haar_mixing_rows(const StepLaw& law_ref, std::vector<long lo
   // The verdict: does the pushforward reach the Haar law by the longest walk
   // exactly when the theory says the walk mixes?
   SimRow m;
-  m.result = law->family() == "householder" && law->haar_limit() == HaarLimit::no ? "Remark 3" : "Theorem 4";
+  m.result = law->haar_limit() == HaarLimit::no ? family_info(law->family()).no_mixing_label : "Theorem 4";
   m.quantity = "first_n_indistinguishable_from_haar";
   m.cells = {{"n", std::to_string(ns.back())}};
   m.estimate = first_mixed > 0 ? double(first_mixed) : std::numeric_limits<double>::quiet_NaN();

@@ -58,6 +58,10 @@ struct FamilyInfo {
   std::string paper_label;         // the result its spectral gap checks (spectral-gap's `result`)
   int default_d = 0;               // d for `routelab families` when the flag default does not fit (0: it does)
   bool gpu = true;                 // has a GPU path (kernel()); tests hold this against the law
+  // haar-mixing's labels: the result its trace moments check, and the one a
+  // law of this family that cannot mix (haar_limit() == no) is a control of.
+  std::string moments_label = "Theorem 4";
+  std::string no_mixing_label = "Theorem 4";
 };
 
 // Every family flag with its default ("family" itself included).
