@@ -6,7 +6,7 @@ their NumPy versions (bench/peers/sims_numpy.py), alternating:
   memory must not grow with M_L) and score-tail at 1e7 samples (SO(2) blocks,
   B = 32, n = 10).
 
-  /usr/bin/python3 bench/run_sims.py [--bin build/routelab] [--rounds 2]
+  /usr/bin/python3 bench/run_sims.py [--bin build/routelab] [--rounds 2] [--only score-tail]
 
 Both sides run one thread. Peak memory is the maximum resident set size of the
 process (GNU time's %M), which includes the interpreter for the peer.
@@ -41,12 +41,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="build/routelab")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--only", choices=list(OURS), help="time one workload")
     a = ap.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     peer_env = {k: v for k, v in env.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     print(f"{'workload':<11} {'ours s':>8} {'ours MiB':>9} {'numpy s':>8} {'numpy MiB':>10} {'numpy/ours':>10}")
-    for wl in OURS:
+    for wl in [a.only] if a.only else OURS:
         ours, peer = [], []
         for r in range(a.rounds):
             runs = [("ours", [a.bin] + OURS[wl], env), ("peer", ["/usr/bin/python3", os.path.join(here, "peers", "sims_numpy.py")] + PEER[wl], peer_env)]
