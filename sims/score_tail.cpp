@@ -160,8 +160,6 @@ void near_angles(Stream& s, double gamma, double* theta, int planes) {
   for (int j = 0; j < planes; ++j) theta[j] *= r;
 }
 
-// A near route's score for Corollary B.5: q = k = e_1 seen in X's basis
-// (Theorem 5), or SO(2) phases within delta = gamma (Theorem 2).
 // Theorem 2's near route from its stream's first B uniforms u (overwritten):
 // the phases as B calls of uniform(-gamma, gamma) draw them, their mean
 // cosine through libmvec (one scalar cos per block was most of the cost).
@@ -172,6 +170,8 @@ double matched_near_score(double* u, int B, double gamma, const double* weight) 
   return sum;
 }
 
+// A near route's score for Corollary B.5: q = k = e_1 seen in X's basis
+// (Theorem 5), or SO(2) phases within delta = gamma (Theorem 2).
 double near_route_score(Stream& s, int d, bool matched, double gamma) {
   if (matched) {
     const int B = d / 2;
