@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include <boost/math/distributions/normal.hpp>
@@ -17,10 +18,26 @@ using namespace routelab;
 
 namespace {
 
+// Every Philox kernel this CPU can run; prints which ran and which it skipped.
+std::vector<PhiloxPath> philox_paths_here(const char* test) {
+  std::vector<PhiloxPath> paths;
+  std::string ran, skipped;
+  for (PhiloxPath p : {PhiloxPath::scalar, PhiloxPath::avx2, PhiloxPath::avx512}) {
+    std::string& list = philox_path_runs_here(p) ? ran : skipped;
+    list += std::string(list.empty() ? "" : ",") + philox_path_name(p);
+    if (philox_path_runs_here(p)) paths.push_back(p);
+  }
+  std::printf("%s: Philox kernels run: %s; skipped (not on this CPU): %s; philox_blocks uses %s\n", test,
+              ran.c_str(), skipped.empty() ? "none" : skipped.c_str(), philox_path_name(philox_build_path()));
+  return paths;
+}
+
 // philox_block takes the counter as (block, stream) and the key as the seed:
 // ctr = {block lo, block hi, stream lo, stream hi}, key = {seed lo, seed hi}.
-void expect_kat(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1, uint32_t r0,
-                uint32_t r1, uint32_t r2, uint32_t r3) {
+// Each kernel is checked on 37 consecutive blocks from the vector's counter
+// (so the known answer sits in a full vector group, not only the remainder).
+void expect_kat(const std::vector<PhiloxPath>& paths, uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
+                uint32_t k0, uint32_t k1, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
   const uint64_t block = uint64_t(c0) | uint64_t(c1) << 32;
   const uint64_t stream = uint64_t(c2) | uint64_t(c3) << 32;
   const uint64_t seed = uint64_t(k0) | uint64_t(k1) << 32;
@@ -29,35 +46,47 @@ void expect_kat(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
   EXPECT_EQ(r.v[1], r1);
   EXPECT_EQ(r.v[2], r2);
   EXPECT_EQ(r.v[3], r3);
+  const uint32_t want[4] = {r0, r1, r2, r3};
+  for (PhiloxPath p : paths) {
+    uint32_t w[4 * 37];
+    philox_blocks_on(p, seed, stream, block, 37, w);
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(w[j], want[j]) << philox_path_name(p) << " word " << j;
+  }
   uint32_t w[4];
   philox_blocks(seed, stream, block, 1, w);
-  EXPECT_EQ(w[0], r0);
-  EXPECT_EQ(w[1], r1);
-  EXPECT_EQ(w[2], r2);
-  EXPECT_EQ(w[3], r3);
+  for (int j = 0; j < 4; ++j) EXPECT_EQ(w[j], want[j]) << "philox_blocks word " << j;
 }
 
 }  // namespace
 
 TEST(Normals, PhiloxKnownAnswers) {
+  const auto paths = philox_paths_here("PhiloxKnownAnswers");
   // Random123 kat_vectors, philox4x32 10 rounds: zero, all-ones, pi digits.
-  expect_kat(0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8);
-  expect_kat(0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e,
-             0xa20bc7c6, 0x6d5451fd);
-  expect_kat(0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb,
-             0x5001e420, 0x24126ea1);
+  expect_kat(paths, 0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8);
+  expect_kat(paths, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d,
+             0x41c83b0e, 0xa20bc7c6, 0x6d5451fd);
+  expect_kat(paths, 0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09,
+             0x94fdcceb, 0x5001e420, 0x24126ea1);
 }
 
 TEST(Normals, PhiloxBatchMatchesBlockFunction) {
-  // Odd counts (vector remainders) and a block range that carries into the
-  // high counter word.
-  const uint64_t seed = 0x0123456789abcdefull, stream = 77;
-  for (uint64_t block0 : {uint64_t(0), uint64_t(5), uint64_t(0xfffffff0ull)}) {
-    std::vector<uint32_t> w(4 * 37);
-    philox_blocks(seed, stream, block0, 37, w.data());
-    for (int i = 0; i < 37; ++i) {
-      auto r = philox_block(seed, stream, block0 + i);
-      for (int j = 0; j < 4; ++j) ASSERT_EQ(w[4 * i + j], r.v[j]) << "block " << block0 + i;
+  // Every kernel against the block function: counts that leave remainders
+  // for each vector width, and block ranges that carry into the high counter
+  // word (inside a vector group, at several lanes) and wrap around 2^64.
+  const auto paths = philox_paths_here("PhiloxBatchMatchesBlockFunction");
+  const uint64_t seed = 0x0123456789abcdefull, stream = 0xfedcba9876543210ull;
+  for (PhiloxPath p : paths) {
+    for (uint64_t block0 : {uint64_t(0), uint64_t(5), uint64_t(0xfffffff0ull), uint64_t(0xfffffffbull),
+                            uint64_t(0x7fffffffffffffffull), uint64_t(0xffffffffffffffe9ull)}) {
+      for (std::size_t n : {std::size_t(1), std::size_t(7), std::size_t(8), std::size_t(23), std::size_t(37)}) {
+        std::vector<uint32_t> w(4 * n);
+        philox_blocks_on(p, seed, stream, block0, n, w.data());
+        for (std::size_t i = 0; i < n; ++i) {
+          auto r = philox_block(seed, stream, block0 + i);
+          for (int j = 0; j < 4; ++j)
+            ASSERT_EQ(w[4 * i + j], r.v[j]) << philox_path_name(p) << " block " << block0 + i << " n " << n;
+        }
+      }
     }
   }
 }

@@ -31,10 +31,20 @@ ROUTELAB_HOST_DEVICE inline r123::Philox4x32::ctr_type philox_block(uint64_t see
   return gen(ctr, key);
 }
 
-// Batch kernels (lib/rng/normals_vec.cpp).
+// Batch kernels (lib/rng/philox.cpp, lib/rng/normals_vec.cpp).
 // philox_blocks: out[4 i + j] = word j of philox_block(seed, stream, block0 + i),
-// i < nblocks; the same words as the scalar block function, vectorized.
+// i < nblocks; the same words as the scalar block function, vectorized with
+// the widest kernel the build targets (philox_build_path).
 void philox_blocks(uint64_t seed, uint64_t stream, uint64_t block0, std::size_t nblocks, uint32_t* out);
+// The kernels one by one, for the tests and benchmarks: every kernel is in
+// every x86 build, and philox_path_runs_here says whether this CPU has its
+// instructions. All give the same words.
+enum class PhiloxPath { scalar, avx2, avx512 };
+const char* philox_path_name(PhiloxPath path);
+PhiloxPath philox_build_path();
+bool philox_path_runs_here(PhiloxPath path);
+void philox_blocks_on(PhiloxPath path, uint64_t seed, uint64_t stream, uint64_t block0, std::size_t nblocks,
+                      uint32_t* out);
 // Box-Muller on whole chunks: chunk c reads words w[32 c .. 32 c + 32) and
 // writes normals out[16 c .. 16 c + 16). Pair p of a chunk uses words 4p..4p+3:
 // u1 from (w0, w1) as uniform() forms it, r = sqrt(-2 log u1), and the 53
