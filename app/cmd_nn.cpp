@@ -106,12 +106,14 @@ int cmd_train(const std::vector<std::string>& args) {
 
 int cmd_eval(const std::vector<std::string>& args) {
   CLI::App app{"bits per byte of a trained run on the validation stream at each length", "routelab eval"};
-  std::string run, lengths = "1x,2x,4x,8x,16x,32x,64x", out, device = "cpu";
+  std::string run, lengths = "1x,2x,4x,8x,16x,32x,64x", out, losses, device = "cpu";
   bool quiet = false, tf32 = false;
   int threads = 0;
   app.add_option("--run", run, "run directory written by routelab train")->required();
   app.add_option("--lengths", lengths, "window lengths: multiples of the training length (4x) or integers");
   app.add_option("--out", out, "CSV (default RUN/eval.csv); positions go to FILE-positions.csv");
+  app.add_option("--losses", losses,
+                 "also write every scored position's loss to this CSV (eval_len,window,position,nats)");
   add_threads_option(app, threads);
   app.add_flag("--quiet", quiet, "no progress lines");
   add_device_option(app, device);
@@ -121,8 +123,9 @@ int cmd_eval(const std::vector<std::string>& args) {
   set_threads(threads);
   const nn::BackendFactory backend = model_backend(device, tf32);
   require_named_if_given(app, "--out", out);
+  require_named_if_given(app, "--losses", losses);
   if (out.empty()) out = (fs::path(run) / "eval.csv").string();
-  const std::string rows = nn::evaluate_run(run, lengths, out, !quiet, backend);
+  const std::string rows = nn::evaluate_run(run, lengths, out, !quiet, backend, losses);
   std::fputs((nn::eval_csv_header() + rows).c_str(), stdout);
   return 0;
 }

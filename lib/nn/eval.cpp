@@ -10,7 +10,7 @@ namespace routelab::nn {
 
 int eval_batch(int64_t L) { return int(std::max<int64_t>(1, 8192 / L)); }
 
-EvalResult evaluate(ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L) {
+EvalResult evaluate(ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L, std::vector<float>* kept) {
   EvalResult r;
   r.eval_len = L;
   r.windows = stream.size() > 0 ? int64_t(stream.size() - 1) / L : 0;
@@ -23,6 +23,7 @@ EvalResult evaluate(ModelBackend& model, const std::vector<uint8_t>& stream, int
   double total_nats = 0;
   forward_windows(model, stream, L, r.windows, [&](int64_t, int B) {
     const float* losses = model.losses();
+    if (kept) kept->insert(kept->end(), losses, losses + int64_t(B) * L);
     for (int b = 0; b < B; ++b)
       for (std::size_t k = 0; k < r.bins.size(); ++k)
         for (int64_t t = r.bins[k].lo; t < r.bins[k].hi; ++t) {

@@ -37,7 +37,10 @@ int eval_batch(int64_t L);
 // every training step's.
 inline constexpr uint64_t kEvalPass = uint64_t(1) << 36;
 
-EvalResult evaluate(ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L);
+// `losses`, when given, gets every scored position's loss (nats) appended,
+// window by window, position by position (routelab eval --losses).
+EvalResult evaluate(ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L,
+                    std::vector<float>* losses = nullptr);
 // The same on a CPU model the caller holds.
 EvalResult evaluate(Model<float>& model, const std::vector<uint8_t>& stream, int64_t L);
 

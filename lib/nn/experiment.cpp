@@ -387,7 +387,7 @@ std::unique_ptr<ModelBackend> trained_run_backend(TrainedRun& run, const Backend
 }
 
 std::string evaluate_run(const std::string& run_dir, const std::string& lengths_text, const std::string& eval_csv,
-                         bool progress, const BackendFactory& backend) {
+                         bool progress, const BackendFactory& backend, const std::string& losses_csv) {
   const auto start = std::chrono::steady_clock::now();
   load_run_dir_config(run_dir);  // a missing run is named before its outputs
   OutputFiles files("eval");
@@ -396,18 +396,22 @@ std::string evaluate_run(const std::string& run_dir, const std::string& lengths_
   files.output(eval_csv, "--out");
   files.output(positions_path(eval_csv), "the positions CSV (--out FILE-positions.csv)");
   files.output(eval_csv + ".json", "the sidecar (--out FILE.json)");
+  if (!losses_csv.empty()) files.output(losses_csv, "--losses");
   TrainedRun run = load_trained_run(run_dir, lengths_text);
   const RunConfig& c = run.config;
   const data::Corpus& corpus = run.corpus;
   const std::unique_ptr<ModelBackend> device_model = trained_run_backend(run, backend);
   ModelBackend& model = *device_model;
   const std::vector<int64_t>& lengths = run.lengths;
-  std::string rows, pos_rows;
+  std::string rows, pos_rows, loss_rows = losses_csv.empty() ? "" : "eval_len,window,position,nats\n";
   nlohmann::json per_length = nlohmann::json::array();
   for (int64_t L : lengths) {
     const auto t0 = std::chrono::steady_clock::now();
-    const EvalResult r = evaluate(model, corpus.val, L);
+    std::vector<float> losses;
+    const EvalResult r = evaluate(model, corpus.val, L, losses_csv.empty() ? nullptr : &losses);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (std::size_t i = 0; i < losses.size(); ++i)
+      loss_rows += fmt::format("{},{},{},{:.9g}\n", L, int64_t(i) / L, int64_t(i) % L, losses[i]);
     const std::string key = fmt::format("{},{},{},{}", c.model.scheme, c.train.seed, c.model.context, L);
     rows += fmt::format("{},{},{},{},{}\n", key, r.windows, r.tokens, format_number(r.bits_per_byte),
                         format_number(r.ppl));
@@ -421,6 +425,7 @@ std::string evaluate_run(const std::string& run_dir, const std::string& lengths_
   }
   files.set(positions_path(eval_csv), positions_csv_header() + pos_rows);
   files.set(eval_csv, eval_csv_header() + rows);
+  if (!losses_csv.empty()) files.set(losses_csv, loss_rows);
   const nlohmann::json side = {
       {"command", "eval"},
       {"run", run_dir},

@@ -86,9 +86,12 @@ std::unique_ptr<ModelBackend> trained_run_backend(TrainedRun& run, const Backend
 
 // Evaluates a trained run at `lengths`, writing eval_csv, its -positions CSV
 // and the sidecar. Returns the rows written (without header).
-// `backend` says where the model runs (empty: the CPU).
+// `backend` says where the model runs (empty: the CPU). A non-empty
+// `losses_csv` also gets every scored position's loss:
+// eval_len,window,position,nats, one row per position (nats as float32
+// computed them, 9 significant digits).
 std::string evaluate_run(const std::string& run_dir, const std::string& lengths, const std::string& eval_csv,
-                         bool progress, const BackendFactory& backend = {});
+                         bool progress, const BackendFactory& backend = {}, const std::string& losses_csv = "");
 
 // One line per run, in the order the experiment takes them: directory,
 // scheme, seed, key=value for each swept key it reads, and its state
