@@ -20,6 +20,7 @@
 #include "nn/backend.h"
 #include "nn/config.h"
 #include "nn/experiment.h"
+#include "nn/export.h"
 #include "nn/passkey.h"
 #include "nn/probe.h"
 #include "nn/train.h"
@@ -127,6 +128,17 @@ int cmd_eval(const std::vector<std::string>& args) {
   if (out.empty()) out = (fs::path(run) / "eval.csv").string();
   const std::string rows = nn::evaluate_run(run, lengths, out, !quiet, backend, losses);
   std::fputs((nn::eval_csv_header() + rows).c_str(), stdout);
+  return 0;
+}
+
+int cmd_export(const std::vector<std::string>& args) {
+  CLI::App app{"write a trained run's weights as a safetensors file (names and shapes: docs/export.md)",
+               "routelab export"};
+  std::string run, out;
+  app.add_option("--run", run, "run directory written by routelab train")->required();
+  app.add_option("--out", out, "FILE.safetensors")->required();
+  if (int s = parse_subcommand(app, args, "export"); s >= 0) return s;
+  nn::export_run(run, out);
   return 0;
 }
 

@@ -33,6 +33,8 @@ int cmd_corpus(const std::vector<std::string>& args);
 int cmd_train(const std::vector<std::string>& args);
 // routelab eval --run RUN_DIR --lengths 1x,2x,... [--out FILE] [--threads T]
 int cmd_eval(const std::vector<std::string>& args);
+// routelab export --run RUN_DIR --out FILE.safetensors
+int cmd_export(const std::vector<std::string>& args);
 // routelab passkey --run RUN_DIR --lengths ... --depths ... [--trials N]
 int cmd_passkey(const std::vector<std::string>& args);
 // routelab probe --run RUN_DIR... --lengths ... [--window W] [--csv FILE]

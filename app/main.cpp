@@ -7,6 +7,7 @@
 //   routelab corpus prepare --from PKG --out DIR   the Brown corpus
 //   routelab train --config FILE [--out RUN] [--resume]
 //   routelab eval --run RUN --lengths 1x,...,64x
+//   routelab export --run RUN --out FILE.safetensors   the weights for PyTorch
 //   routelab passkey --run RUN --lengths ... --depths ...   retrieval accuracy
 //   routelab probe --run RUN --lengths ... attention rows and angle gaps of a trained run
 //   routelab experiment FILE.toml          every scheme and seed, CSV, figure
@@ -132,13 +133,14 @@ int run(int argc, char** argv) {
       if ((args[0] == "eval" || args[0] == "passkey" || args[0] == "experiment") && dist::size() > 1)
         return bad_input(args[0] + " runs as one process; under mpirun only train splits its batch over ranks");
       if (args[0] == "eval") return cmd_eval(rest);
+      if (args[0] == "export") return cmd_export(rest);
       if (args[0] == "passkey") return cmd_passkey(rest);
       if (args[0] == "probe") return cmd_probe(rest);
       if (args[0] == "experiment") return cmd_experiment(rest);
       const char* known[] = {"verify", "families", "sims", "merge"};
       if (args[0][0] != '-' && std::find(std::begin(known), std::end(known), args[0]) == std::end(known))
         return bad_input("unknown command '" + args[0] +
-                         "'; accepts sim, verify, families, sims, merge, corpus, train, eval, passkey, probe, "
+                         "'; accepts sim, verify, families, sims, merge, corpus, train, eval, export, passkey, probe, "
                          "experiment (see routelab --help)");
     }
 
@@ -160,6 +162,7 @@ int run(int argc, char** argv) {
     app.add_subcommand("corpus", "prepare the Brown corpus (routelab corpus prepare --help)");
     app.add_subcommand("train", "train a transformer from a TOML config (routelab train --help)");
     app.add_subcommand("eval", "evaluate a trained run far past its length (routelab eval --help)");
+    app.add_subcommand("export", "a trained run's weights as safetensors (routelab export --help)");
     app.add_subcommand("passkey", "passkey retrieval against length and depth (routelab passkey --help)");
     app.add_subcommand("probe", "far mass and angle gaps inside trained runs (routelab probe --help)");
     app.add_subcommand("experiment", "train, evaluate and plot every scheme and seed (routelab experiment --help)");

@@ -1,0 +1,108 @@
+#include "nn/export.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <fmt/core.h>
+
+#include "io/output.h"
+#include "io/safetensors.h"
+#include "io/sha256.h"
+#include "nn/checkpoint.h"
+#include "nn/model.h"
+#include "nn/train.h"
+
+namespace routelab::nn {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Exported names of one layer's tensors (param_layout's leaf names). qkvw and
+// qkvb split into their q, k and v thirds.
+struct LeafName {
+  const char* leaf;
+  const char* name;
+};
+const LeafName kLeaves[] = {
+    {"ln1w", "ln1.weight"},    {"ln1b", "ln1.bias"},     {"attprojw", "attn.wo"},    {"attprojb", "attn.bo"},
+    {"ln2w", "ln2.weight"},    {"ln2b", "ln2.bias"},     {"fcw", "mlp.wfc"},         {"fcb", "mlp.bfc"},
+    {"fcprojw", "mlp.wproj"},  {"fcprojb", "mlp.bproj"}, {"angles", "angles"},       {"psiw", "psi.w"},
+    {"psib", "psi.b"},         {"fgw", "forget.w"},      {"fgb", "forget.b"},        {"hhw", "householder.w"},
+    {"hhb", "householder.b"},  {"hhu", "householder.u"}, {"hhc", "householder.c"},
+};
+
+}  // namespace
+
+std::vector<ExportTensor> export_layout(const ModelConfig& m) {
+  std::vector<ExportTensor> out;
+  for (const ParamTensor& t : param_layout(m)) {
+    const std::size_t dot = t.name.find('.');
+    const std::string leaf = dot == std::string::npos ? t.name : t.name.substr(dot + 1);
+    const std::string prefix = dot == std::string::npos ? "" : "layers." + t.name.substr(5, dot - 5) + ".";
+    if (t.name == "wte") {
+      out.push_back({"embed", t.shape, t.offset, t.size});
+    } else if (t.name == "lnfw" || t.name == "lnfb") {
+      out.push_back({t.name == "lnfw" ? "ln_f.weight" : "ln_f.bias", t.shape, t.offset, t.size});
+    } else if (leaf == "qkvw" || leaf == "qkvb") {
+      // (3C, C) and (3C): three (C, C) and (C) tensors, q then k then v.
+      std::vector<int64_t> shape = t.shape;
+      shape[0] /= 3;
+      const std::size_t third = t.size / 3;
+      for (int i = 0; i < 3; ++i)
+        out.push_back({prefix + "attn." + (leaf == "qkvw" ? 'w' : 'b') + "qkv"[i], shape, t.offset + i * third, third});
+    } else {
+      const char* name = nullptr;
+      for (const LeafName& l : kLeaves)
+        if (leaf == l.leaf) name = l.name;
+      if (!name) throw std::logic_error("export_layout: no exported name for parameter " + t.name);
+      out.push_back({prefix + name, t.shape, t.offset, t.size});
+    }
+  }
+  return out;
+}
+
+std::string export_safetensors(const RunConfig& c, int step, const std::string& checkpoint_sha256,
+                               const std::vector<float>& params) {
+  std::vector<SafetensorsTensor> tensors;
+  for (const ExportTensor& t : export_layout(c.model))
+    tensors.push_back({t.name, t.shape, std::vector<float>(params.begin() + t.offset, params.begin() + t.offset + t.size)});
+  const nlohmann::json j = to_json(c);
+  const std::map<std::string, std::string> metadata = {
+      {"format", "routelab-export 1"},
+      {"scheme", c.model.scheme},
+      {"model", j.at("model").dump()},
+      {"config", j.dump()},
+      {"seed", std::to_string(c.train.seed)},
+      {"step", std::to_string(step)},
+      {"steps", std::to_string(c.train.steps)},
+      {"checkpoint_sha256", checkpoint_sha256},
+      {"params_sha256", sha256_hex(params.data(), params.size() * sizeof(float))},
+  };
+  return safetensors_bytes(tensors, metadata);
+}
+
+void export_run(const std::string& run_dir, const std::string& out) {
+  const RunConfig c = load_run_dir_config(run_dir);  // a missing run is named first
+  if (!out.ends_with(".safetensors") || out.size() == std::string(".safetensors").size())
+    throw OutputError(fmt::format("export: --out '{}' is not accepted; name a file FILE.safetensors", out));
+  OutputFiles files("export");
+  files.input(config_path(run_dir));
+  files.input(checkpoint_path(run_dir));
+  files.output(out, "--out");
+  if (!fs::exists(checkpoint_path(run_dir)))
+    throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", run_dir));
+  const Checkpoint ck = load_checkpoint(checkpoint_path(run_dir));
+  require_same_config(ck, c, checkpoint_path(run_dir));
+  const ParamTensor& last = param_layout(c.model).back();
+  if (ck.params.size() != last.offset + last.size)
+    throw CheckpointError(fmt::format("checkpoint {} holds {} parameters, its configuration {}",
+                                      checkpoint_path(run_dir), ck.params.size(), last.offset + last.size));
+  std::ifstream f(checkpoint_path(run_dir), std::ios::binary);
+  const std::string file((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  files.set(out, export_safetensors(c, ck.step, sha256_hex(file.data(), file.size()), ck.params));
+  files.commit();
+}
+
+}  // namespace routelab::nn
