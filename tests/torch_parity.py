@@ -1,0 +1,166 @@
+"""PyTorch parity (issue 18): for every scheme, a tiny model trained a few steps by routelab, exported, and
+scored again by bench/peers/model_torch.py in float64 from the .safetensors file alone. Bits per byte must
+agree with `routelab eval` to 1e-5 relative and every position's loss to 1e-4 (|a - b| / max(1, |b|)), at
+the training length and 4x it. Prints one line per model with the worst differences; exit status 1 if any
+model fails.
+
+  /usr/bin/python3 tests/torch_parity.py --routelab BUILD/routelab [--keep DIR] [--planted]
+
+--planted perturbs the torch model (ALiBi slopes, the layer norm eps, the random angles' pass) and expects
+the check to fail: a check that cannot fail checks nothing.
+"""
+import argparse
+import hashlib
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "bench", "peers"))
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import model_torch  # noqa: E402
+
+SLICE = os.path.join(ROOT, "tests", "data", "brown-slice")
+# The validation stream cut to its first 9000 bytes, so the check takes seconds: at L = 16 (batch 512) and
+# L = 64 (batch 128) it is two forward passes, the second one short, so pass ids and a partial batch are met.
+VAL_BYTES = 9000
+# (name, scheme, extra [model] lines): every scheme, the learned ones also with one shared table, the
+# Householder ones in both beta modes.
+VARIANTS = [(s, s, "") for s in model_torch.SCHEMES if not s.startswith("householder")]
+VARIANTS += [("learned_qkv-shared", "learned_qkv", "learned_shared = true\n")]
+VARIANTS += [(f"{s}-{b}", s, f'householder_beta = "{b}"\n') for s in ("householder_qk", "householder_qkv")
+             for b in ("path", "reflection")]
+TOL_BPB, TOL_LOSS = 1e-5, 1e-4
+
+
+def make_corpus(work):
+    """A corpus folder as routelab reads it: the slice's train.txt, the cut val.txt, SHA256SUMS."""
+    d = os.path.join(work, "corpus")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(SLICE, "train.txt"), "rb") as f:
+        train = f.read()
+    with open(os.path.join(SLICE, "val.txt"), "rb") as f:
+        val = f.read()[:VAL_BYTES]
+    sums = ""
+    for name, data in (("train.txt", train), ("val.txt", val)):
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+        sums += f"{hashlib.sha256(data).hexdigest()}  {name}\n"
+    with open(os.path.join(d, "SHA256SUMS"), "w") as f:
+        f.write(sums)
+    return d
+
+
+def config(scheme, extra, corpus):
+    # d_model 24 with 3 heads: ALiBi's slopes for a head count that is not a power of two; 2 layers: the
+    # layer index of random angles and of the tensor names.
+    return (f'[model]\nd_model = 24\nheads = 3\nlayers = 2\nmlp_ratio = 2\ncontext = 16\nscheme = "{scheme}"\n'
+            f"{extra}[train]\nbatch = 4\nwarmup = 2\nsteps = 400\nlr = 3e-3\ncheckpoint_every = 400\n"
+            f'log_every = 100\n[data]\ncorpus = "{corpus}"\n')
+
+
+def routelab(binary, *args):
+    r = subprocess.run([binary, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"torch_parity: routelab {' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--routelab", required=True)
+    ap.add_argument("--keep", help="work in this folder and keep it")
+    ap.add_argument("--planted", action="store_true")
+    ap.add_argument("--only", help="comma-separated variant names")
+    a = ap.parse_args()
+    # One thread each, torch and routelab (whose results do not depend on it): on a busy machine a second
+    # thread mostly spins.
+    torch.set_num_threads(1)
+    model_torch.philox.self_test()
+    work = a.keep or tempfile.mkdtemp(prefix="routelab_torch_parity_")
+    os.makedirs(work, exist_ok=True)
+    try:
+        return check(a, work)
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def check(a, work):
+    corpus = make_corpus(work)
+    val = np.fromfile(os.path.join(corpus, "val.txt"), dtype=np.uint8)
+    failed = []
+    t0 = time.time()
+    variants = [v for v in VARIANTS if not a.only or v[0] in a.only.split(",")]
+    for name, scheme, extra in variants:
+        run = os.path.join(work, name)
+        cfg = os.path.join(work, name + ".toml")
+        with open(cfg, "w") as f:
+            f.write(config(scheme, extra, corpus))
+        if not os.path.exists(os.path.join(run, "checkpoint.bin")):
+            routelab(a.routelab, "train", "--config", cfg, "--out", run, "--quiet", "--threads", "1")
+        eval_csv, losses_csv = os.path.join(run, "eval.csv"), os.path.join(run, "losses.csv")
+        routelab(a.routelab, "eval", "--run", run, "--lengths", "1x,4x", "--out", eval_csv, "--losses", losses_csv,
+                 "--quiet", "--threads", "1")
+        st = os.path.join(work, name + ".safetensors")
+        if os.path.exists(st):
+            os.remove(st)
+        routelab(a.routelab, "export", "--run", run, "--out", st)
+        tensors, meta = model_torch.load_safetensors(st)
+        model = model_torch.RoutelabModel(tensors, meta)
+        if a.planted:
+            plant(model, name)
+        theirs = model_torch.read_losses(losses_csv)
+        their_bpb = model_torch.read_eval_bpb(eval_csv)
+        worst_bpb = worst_loss = 0.0
+        bpbs = []
+        for L in sorted(their_bpb):
+            ours, _ = model_torch.evaluate(model, val, L)
+            bpb = ours.sum() / len(ours) / math.log(2.0)
+            bpbs.append(f"{bpb:.4f}")
+            worst_bpb = max(worst_bpb, abs(their_bpb[L] - bpb) / abs(bpb))
+            if len(theirs.get(L, [])) != len(ours):
+                worst_loss = math.inf
+                continue
+            worst_loss = max(worst_loss, float((np.abs(theirs[L] - ours) / np.maximum(1.0, np.abs(ours))).max()))
+        ok = worst_bpb <= TOL_BPB and worst_loss <= TOL_LOSS
+        if not ok:
+            failed.append(name)
+        lengths = ",".join(str(L) for L in sorted(their_bpb))
+        print(f"{name:26s} L={lengths}: bits/byte {','.join(bpbs)}, worst relative difference {worst_bpb:.2e}, "
+              f"worst per-position {worst_loss:.2e}  {'ok' if ok else 'FAILS'}", flush=True)
+    print(f"torch_parity: {len(variants) - len(failed)} of {len(variants)} models agree "
+          f"(bits/byte to {TOL_BPB:g} relative, per-position losses to {TOL_LOSS:g}) in {time.time() - t0:.1f} s")
+    if a.planted:
+        if failed != [v[0] for v in variants]:
+            print("torch_parity --planted: some perturbed models still passed:",
+                  sorted(set(v[0] for v in variants) - set(failed)))
+            return 1
+        print("torch_parity --planted: every perturbed model fails, as it must")
+        return 0
+    if failed:
+        print("torch_parity: FAILS for " + ", ".join(failed))
+        return 1
+    return 0
+
+
+def plant(model, name):
+    """A small error in the peer, one per kind of scheme, that the check must catch."""
+    if model.alibi:
+        model.slopes = model.slopes * 1.01
+    elif model.angles == "random":
+        model.seed += 1  # other angles
+    elif model.angles == "rope":
+        model.freqs = model.freqs * 1.001
+    else:
+        model.t["ln_f.bias"] = model.t["ln_f.bias"] + 1e-3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
