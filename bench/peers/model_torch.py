@@ -43,6 +43,7 @@ The model (lib/nn/model.cpp and the files it calls):
     ("path") or 2 ("reflection"); _qkv carries v_j to i by H_i ... H_{j+1}.
 """
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -79,13 +80,16 @@ TWO_PI = 2.0 * math.pi
 
 
 def load_safetensors(path):
-    """{name: float32 array of its shape}, {metadata}: the format read with numpy and json."""
+    """{name: float32 array of its shape}, {metadata}: the format read with numpy and json, the data checked
+    against the header's params_sha256."""
     with open(path, "rb") as f:
         buf = f.read()
     n = int.from_bytes(buf[:8], "little")
     header = json.loads(buf[8:8 + n])
     meta = header.pop("__metadata__", {})
     data = memoryview(buf)[8 + n:]
+    if "params_sha256" in meta and hashlib.sha256(data).hexdigest() != meta["params_sha256"]:
+        raise SystemExit(f"model_torch.py: {path}: its data's sha256 is not the params_sha256 of its header (damaged)")
     tensors = {}
     for name, e in header.items():
         if e["dtype"] != "F32":
