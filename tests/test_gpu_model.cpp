@@ -241,8 +241,8 @@ TEST_F(GpuModelChecks, a_planted_token_change_fails_the_gradient_check) {
 // clipping scale) and the global norm on a length that ends mid-chunk.
 TEST_F(GpuModelChecks, adamw_step_and_global_norm_match_the_cpu) {
   const int64_t n = 3 * cuda::kNormChunk + 1234;
-  const std::vector<nn::ParamTensor> tensors = {{"w", 0, std::size_t(n / 2), true},
-                                                {"b", std::size_t(n / 2), std::size_t(n - n / 2), false}};
+  const std::vector<nn::ParamTensor> tensors = {{"w", 0, std::size_t(n / 2), true, {n / 2}},
+                                                {"b", std::size_t(n / 2), std::size_t(n - n / 2), false, {n - n / 2}}};
   std::vector<float> params = random_floats(n, 1, 0.1), grads = random_floats(n, 2, 0.01);
   nn::AdamW cpu(n);
   cpu.m = random_floats(n, 3, 0.01);

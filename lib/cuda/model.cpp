@@ -1,8 +1,9 @@
-// The CUDA model: nn/model.cpp's forward and backward, call for call, over
-// device buffers. Host code only (compiled by the C++ compiler): the work is
-// in the kernels behind cuda/layers.h, cuda/attention.h, cuda/angles.h and
-// cuda/forget_gate.h, all on the default stream, so calls run in order and a
-// download waits for what came before it.
+// The CUDA model: the one forward and backward of nn/model_pass.h, the CPU
+// model's own sequence of calls, over device buffers through CudaOps. Host
+// code only (compiled by the C++ compiler): the work is in the kernels behind
+// cuda/layers.h, cuda/attention.h, cuda/angles.h and cuda/forget_gate.h, all
+// on the default stream, so calls run in order and a download waits for what
+// came before it.
 #include "cuda/model.h"
 
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include "cuda/backend.h"
 #include "cuda/forget_gate.h"
 #include "cuda/householder.h"
+#include "nn/model_pass.h"
 #include "nn/scheme.h"
 #include "nn/streams.h"
 
@@ -103,12 +105,77 @@ void Model::layer_angles(float* cs, float* psi, const float* ln1, int l, uint64_
   angle_cos_sin(cs, theta_.data(), int64_t(B) * T * nb);
 }
 
+// model_pass.h's Ops on the GPU: the kernels of cuda/*.h, the matmuls through
+// cuBLAS in the model's math, the device's angles (layer_angles), and
+// Householder rows with the model's scratch. Nothing watches the pass: the
+// probe runs on the CPU model.
+struct CudaOps {
+  using Layer = nn::ActivationLayout<float>::Layer;
+  Model& model;
+  uint64_t pass;
+  int first_b;
+
+  nn::AttentionShape shape() const {
+    return {model.B_, model.T_, model.config_.heads, model.config_.head_dim()};
+  }
+  nn::ScoreBias<float> score_bias(const float* cum) const { return model.score_bias(cum); }
+
+  template <class... A> void encoder_forward(A&&... a) { cuda::encoder_forward(std::forward<A>(a)...); }
+  template <class... A> void encoder_backward(A&&... a) { cuda::encoder_backward(std::forward<A>(a)...); }
+  template <class... A> void layernorm_forward(A&&... a) { cuda::layernorm_forward(std::forward<A>(a)...); }
+  template <class... A> void layernorm_backward(A&&... a) { cuda::layernorm_backward(std::forward<A>(a)...); }
+  template <class... A> void matmul_forward(A&&... a) {
+    cuda::matmul_forward(model.cublas_, std::forward<A>(a)..., model.math_);
+  }
+  template <class... A> void matmul_backward(A&&... a) {
+    cuda::matmul_backward(model.cublas_, std::forward<A>(a)..., model.math_);
+  }
+  template <class... A> void gelu_forward(A&&... a) { cuda::gelu_forward(std::forward<A>(a)...); }
+  template <class... A> void gelu_backward(A&&... a) { cuda::gelu_backward(std::forward<A>(a)...); }
+  template <class... A> void residual_forward(A&&... a) { cuda::residual_forward(std::forward<A>(a)...); }
+  template <class... A> void residual_backward(A&&... a) { cuda::residual_backward(std::forward<A>(a)...); }
+  template <class... A> void crossentropy_forward(A&&... a) { cuda::crossentropy_forward(std::forward<A>(a)...); }
+  template <class... A> void crossentropy_backward(A&&... a) { cuda::crossentropy_backward(std::forward<A>(a)...); }
+  template <class... A> void forget_gate_forward(A&&... a) { cuda::forget_gate_forward(std::forward<A>(a)...); }
+  template <class... A> void forget_gate_backward(A&&... a) { cuda::forget_gate_backward(std::forward<A>(a)...); }
+  template <class... A> void split_heads_forward(A&&... a) { cuda::split_heads_forward(std::forward<A>(a)...); }
+  template <class... A> void split_heads_backward(A&&... a) { cuda::split_heads_backward(std::forward<A>(a)...); }
+  template <class... A> void merge_heads_forward(A&&... a) { cuda::merge_heads_forward(std::forward<A>(a)...); }
+  template <class... A> void merge_heads_backward(A&&... a) { cuda::merge_heads_backward(std::forward<A>(a)...); }
+  template <class... A> void attention_forward(A&&... a) { cuda::attention_forward(std::forward<A>(a)...); }
+  template <class... A> void attention_backward(A&&... a) { cuda::attention_backward(std::forward<A>(a)...); }
+  template <class... A> void householder_steps_forward(A&&... a) {
+    cuda::householder_steps_forward(std::forward<A>(a)...);
+  }
+  template <class... A> void householder_steps_backward(A&&... a) {
+    cuda::householder_steps_backward(std::forward<A>(a)...);
+  }
+
+  void layer_angles(Layer& L, const nn::LayerParams&, int l) { model.layer_angles(L.cs, L.psi, L.ln1, l, pass, first_b); }
+  void watch_attention(int, const Layer&) {}
+  void householder_attention_forward(Layer& L, int) {
+    cuda::householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, model.scheme_.values, shape(),
+                                        model.hh_scratch_);
+  }
+  void householder_attention_backward(Layer& D, const Layer& L, int) {
+    cuda::householder_attention_backward(D.q, D.k, D.v, D.hw, D.hbeta, D.o, L.q, L.k, L.v, L.hw, L.hbeta,
+                                         model.scheme_.values, shape(), model.hh_scratch_);
+  }
+  void zero_dtheta() { CUDA_CHECK(cudaMemset(model.dtheta_.data(), 0, model.dtheta_.size() * sizeof(double))); }
+  void angles_backward(float* dincrements, const double* dtheta) {
+    const int nb = model.config_.head_dim() / 2;
+    if (model.scheme_.angles == nn::AngleKind::projected)
+      projected_angles_backward(dincrements, dtheta, model.B_, model.T_, nb);
+    else
+      learned_angles_backward(dincrements, dtheta, model.tokens_.data(), model.B_, model.T_, nb);
+  }
+};
+
 double Model::forward(const int* tokens, const int* targets, int B, int T, uint64_t pass, bool train,
                       int first_b) {
   const nn::ModelConfig& m = config_;
-  const int64_t N = int64_t(B) * T, C = m.d_model, F = int64_t(m.mlp_ratio) * C, V = m.vocab;
+  const int64_t N = int64_t(B) * T, V = m.vocab;
   const int nb = m.head_dim() / 2;
-  const nn::AttentionShape shape{B, T, m.heads, m.head_dim()};
   nn::require_in_vocabulary(tokens, targets, N, int(V));
   Arena& a = *acts_;
   a.allocate(m, B, T, !train);
@@ -118,48 +185,9 @@ double Model::forward(const int* tokens, const int* targets, int B, int T, uint6
   tokens_.upload(host_tokens_);
   targets_.upload(std::vector<int>(targets, targets + N));
   B_ = B, T_ = T;
-  const float* P = params.data();
-  const bool rotary = scheme_.angles != nn::AngleKind::none;
-  if (rotary) ensure_size(theta_, std::size_t(N) * nb);
-  const bool path_beta = m.householder_beta == "path";
-
-  encoder_forward(a.encoded, tokens_.data(), P + nn::find_tensor(tensors_, "wte").offset, N, int(C));
-  const float* residual = a.encoded;
-  for (int l = 0; l < m.layers; ++l) {
-    const nn::LayerParams lp = nn::layer_params(tensors_, l);
-    auto& L = a.layers[l];
-    layernorm_forward(L.ln1, L.ln1_mean, L.ln1_rstd, residual, P + lp.ln1w, P + lp.ln1b, N, int(C));
-    matmul_forward(cublas_, L.qkv, L.ln1, P + lp.qkvw, P + lp.qkvb, N, int(C), int(3 * C), math_);
-    if (scheme_.forget) {
-      matmul_forward(cublas_, L.fz, L.ln1, P + lp.fgw, P + lp.fgb, N, int(C), m.heads, math_);
-      forget_gate_forward(L.cum, L.fz, B, T, m.heads);
-    }
-    if (rotary) layer_angles(L.cs, L.psi, L.ln1, l, pass, first_b);
-    if (scheme_.householder) {
-      matmul_forward(cublas_, L.hz, L.ln1, P + lp.hhw, P + lp.hhb, N, int(C), int(C), math_);
-      if (path_beta) matmul_forward(cublas_, L.hr, L.ln1, P + lp.hhu, P + lp.hhc, N, int(C), m.heads, math_);
-      householder_steps_forward(L.hw, L.hbeta, L.hz, path_beta ? L.hr : nullptr, shape);
-    }
-    const float* cs = rotary ? L.cs : nullptr;
-    split_heads_forward(L.q, L.k, L.v, L.qkv, cs, scheme_.values, shape);
-    if (scheme_.householder)
-      householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, scheme_.values, shape, hh_scratch_);
-    else
-      attention_forward(L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
-    merge_heads_forward(L.atty, L.o, scheme_.values ? cs : nullptr, shape);
-    matmul_forward(cublas_, L.attproj, L.atty, P + lp.attprojw, P + lp.attprojb, N, int(C), int(C), math_);
-    residual_forward(L.res2, residual, L.attproj, N * C);
-    layernorm_forward(L.ln2, L.ln2_mean, L.ln2_rstd, L.res2, P + lp.ln2w, P + lp.ln2b, N, int(C));
-    matmul_forward(cublas_, L.fch, L.ln2, P + lp.fcw, P + lp.fcb, N, int(C), int(F), math_);
-    gelu_forward(L.fch_gelu, L.fch, N * F);
-    matmul_forward(cublas_, L.fcproj, L.fch_gelu, P + lp.fcprojw, P + lp.fcprojb, N, int(F), int(C), math_);
-    residual_forward(L.res3, L.res2, L.fcproj, N * C);
-    residual = L.res3;
-  }
-  const std::size_t lnfw = nn::find_tensor(tensors_, "lnfw").offset, lnfb = nn::find_tensor(tensors_, "lnfb").offset;
-  layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, residual, P + lnfw, P + lnfb, N, int(C));
-  matmul_forward(cublas_, a.logits, a.lnf, P + nn::find_tensor(tensors_, "wte").offset, nullptr, N, int(C), int(V), math_);
-  crossentropy_forward(a.losses, a.logits, targets_.data(), N, int(V));
+  if (scheme_.angles != nn::AngleKind::none) ensure_size(theta_, std::size_t(N) * nb);
+  CudaOps ops{*this, pass, first_b};
+  nn::model_forward(ops, m, scheme_, tensors_, a, params.data(), tokens_.data(), targets_.data(), B, T);
   losses_.resize(std::size_t(N));
   CUDA_CHECK(cudaMemcpy(losses_.data(), a.losses, std::size_t(N) * sizeof(float), cudaMemcpyDeviceToHost));
   double sum = 0;
@@ -172,75 +200,17 @@ void Model::backward() {
   Arena& a = *acts_;
   if (a.shared || a.B == 0) throw std::logic_error("backward() needs a training forward() first");
   const int B = B_, T = T_;
-  const int64_t N = int64_t(B) * T, C = m.d_model, F = int64_t(m.mlp_ratio) * C, V = m.vocab;
+  const int64_t N = int64_t(B) * T;
   const int nb = m.head_dim() / 2;
-  const nn::AttentionShape shape{B, T, m.heads, m.head_dim()};
   Arena& g = *grad_acts_;
   g.allocate(m, B, T, false);
   g.mem.zero();
   grads.zero();
-  const float* P = params.data();
-  float* G = grads.data();
-  const bool rotary = scheme_.angles != nn::AngleKind::none;
-  const bool projected = scheme_.angles == nn::AngleKind::projected;
-  const bool trained_angles = scheme_.angles == nn::AngleKind::learned || projected;
-  const bool path_beta = m.householder_beta == "path";
+  const bool trained_angles = scheme_.angles == nn::AngleKind::learned || scheme_.angles == nn::AngleKind::projected;
   if (trained_angles) ensure_size(dtheta_, std::size_t(N) * nb);
-  double* dtheta = trained_angles ? dtheta_.data() : nullptr;
-
-  const std::size_t wte = nn::find_tensor(tensors_, "wte").offset, lnfw = nn::find_tensor(tensors_, "lnfw").offset,
-                    lnfb = nn::find_tensor(tensors_, "lnfb").offset;
-  crossentropy_backward(g.logits, a.logits, targets_.data(), float(1.0 / double(N)), N, int(V));
-  matmul_backward(cublas_, g.lnf, G + wte, nullptr, g.logits, a.lnf, P + wte, N, int(C), int(V), math_);
-  const float* last = a.layers[m.layers - 1].res3;
-  float* dlast = g.layers[m.layers - 1].res3;
-  layernorm_backward(dlast, G + lnfw, G + lnfb, g.lnf, last, P + lnfw, a.lnf_mean, a.lnf_rstd, N, int(C));
-  for (int l = m.layers - 1; l >= 0; --l) {
-    const nn::LayerParams lp = nn::layer_params(tensors_, l);
-    auto& L = a.layers[l];
-    auto& D = g.layers[l];
-    const float* residual = l == 0 ? a.encoded : a.layers[l - 1].res3;
-    float* dresidual = l == 0 ? g.encoded : g.layers[l - 1].res3;
-    const float* cs = rotary ? L.cs : nullptr;
-    residual_backward(D.res2, D.fcproj, D.res3, N * C);
-    matmul_backward(cublas_, D.fch_gelu, G + lp.fcprojw, G + lp.fcprojb, D.fcproj, L.fch_gelu, P + lp.fcprojw, N,
-                    int(F), int(C), math_);
-    gelu_backward(D.fch, L.fch, D.fch_gelu, N * F);
-    matmul_backward(cublas_, D.ln2, G + lp.fcw, G + lp.fcb, D.fch, L.ln2, P + lp.fcw, N, int(C), int(F), math_);
-    layernorm_backward(D.res2, G + lp.ln2w, G + lp.ln2b, D.ln2, L.res2, P + lp.ln2w, L.ln2_mean, L.ln2_rstd, N,
-                       int(C));
-    residual_backward(dresidual, D.attproj, D.res2, N * C);
-    matmul_backward(cublas_, D.atty, G + lp.attprojw, G + lp.attprojb, D.attproj, L.atty, P + lp.attprojw, N,
-                    int(C), int(C), math_);
-    if (dtheta) CUDA_CHECK(cudaMemset(dtheta, 0, dtheta_.size() * sizeof(double)));
-    merge_heads_backward(D.o, dtheta, D.atty, L.atty, scheme_.values ? cs : nullptr, shape);
-    if (scheme_.householder) {
-      householder_attention_backward(D.q, D.k, D.v, D.hw, D.hbeta, D.o, L.q, L.k, L.v, L.hw, L.hbeta,
-                                     scheme_.values, shape, hh_scratch_);
-      householder_steps_backward(D.hz, path_beta ? D.hr : nullptr, D.hw, D.hbeta, L.hz, L.hbeta, shape);
-      matmul_backward(cublas_, D.ln1, G + lp.hhw, G + lp.hhb, D.hz, L.ln1, P + lp.hhw, N, int(C), int(C), math_);
-      if (path_beta)
-        matmul_backward(cublas_, D.ln1, G + lp.hhu, G + lp.hhc, D.hr, L.ln1, P + lp.hhu, N, int(C), m.heads, math_);
-    } else {
-      attention_backward(D.q, D.k, D.v, D.cum, D.o, L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
-    }
-    if (scheme_.forget) {
-      forget_gate_backward(D.fz, D.cum, L.fz, B, T, m.heads);
-      matmul_backward(cublas_, D.ln1, G + lp.fgw, G + lp.fgb, D.fz, L.ln1, P + lp.fgw, N, int(C), m.heads, math_);
-    }
-    split_heads_backward(D.qkv, dtheta, D.q, D.k, D.v, L.q, L.k, L.v, cs, scheme_.values, shape);
-    if (dtheta && projected) {
-      projected_angles_backward(D.psi, dtheta, B, T, nb);
-      matmul_backward(cublas_, D.ln1, G + lp.psiw, G + lp.psib, D.psi, L.ln1, P + lp.psiw, N, int(C), nb, math_);
-    } else if (dtheta) {
-      learned_angles_backward(G + lp.angles, dtheta, tokens_.data(), B, T, nb);
-    }
-    matmul_backward(cublas_, D.ln1, G + lp.qkvw, G + lp.qkvb, D.qkv, L.ln1, P + lp.qkvw, N, int(C), int(3 * C),
-                    math_);
-    layernorm_backward(dresidual, G + lp.ln1w, G + lp.ln1b, D.ln1, residual, P + lp.ln1w, L.ln1_mean, L.ln1_rstd,
-                       N, int(C));
-  }
-  encoder_backward(G + wte, g.encoded, tokens_.data(), N, int(C));
+  CudaOps ops{*this, 0, 0};
+  nn::model_backward(ops, m, scheme_, tensors_, a, g, params.data(), grads.data(),
+                     trained_angles ? dtheta_.data() : nullptr, tokens_.data(), targets_.data(), B, T);
 }
 
 const std::vector<float>& Model::logits() {

@@ -1,5 +1,6 @@
 // The byte-level decoder on a CUDA device: nn::Model<float> (nn/model.h)
-// mirrored layer for layer with the kernels of cuda/layers.h,
+// over the same forward and backward (nn/model_pass.h), with the kernels of
+// cuda/layers.h,
 // cuda/attention.h, cuda/angles.h and cuda/forget_gate.h. The same
 // param_layout and flat parameter and gradient buffers (on the device), the
 // same activation layout (nn::ActivationLayout over one device arena, shared
@@ -53,6 +54,7 @@ class Model {
   std::vector<float> layer_cos_sin(int l) const;
 
  private:
+  friend struct CudaOps;  // the pass's GPU calls (cuda/model.cpp)
   struct Arena;
   nn::ScoreBias<float> score_bias(const float* cum) const;
   // Layer l's angles into theta_, then (cos, sin) into cs; projected angles

@@ -11,6 +11,7 @@
 #include "nn/forget_gate.h"
 #include "nn/householder.h"
 #include "nn/layers.h"
+#include "nn/model_pass.h"
 #include "nn/streams.h"
 #include "rng/stream.h"
 
@@ -214,77 +215,105 @@ void Model<R>::init_params() {
   }
 }
 
+// model_pass.h's Ops on the CPU: the layer functions of nn/, the scheme's
+// AngleSource, PaTH's blocked transport with its per-layer cache, and the
+// probe's observers.
+template <class R>
+struct CpuOps {
+  using Layer = typename ActivationLayout<R>::Layer;
+  const ModelConfig& m;
+  const SchemeInfo& scheme;
+  AngleSource<R>* angles;
+  std::vector<double>& theta;  // forward: the layer's angles; backward: d loss / d theta
+  ScoreBias<R> bias;           // the scheme's slopes; cum filled per layer
+  const R* P;
+  const int* tokens;
+  int B, T;
+  uint64_t pass;
+  int first_b;
+  std::vector<std::shared_ptr<HouseholderCache<R>>>* hh_cache;  // null: nothing kept for backward
+  const typename Model<R>::AttentionObserver* observer;
+  const typename Model<R>::AngleObserver* angle_observer;
+
+  AttentionShape shape() const { return {B, T, m.heads, m.head_dim()}; }
+  ScoreBias<R> score_bias(const R* cum) const { return {bias.slopes, scheme.forget ? cum : nullptr}; }
+
+  template <class... A> void encoder_forward(A&&... a) { nn::encoder_forward(std::forward<A>(a)...); }
+  template <class... A> void encoder_backward(A&&... a) { nn::encoder_backward(std::forward<A>(a)...); }
+  template <class... A> void layernorm_forward(A&&... a) { nn::layernorm_forward(std::forward<A>(a)...); }
+  template <class... A> void layernorm_backward(A&&... a) { nn::layernorm_backward(std::forward<A>(a)...); }
+  template <class... A> void matmul_forward(A&&... a) { nn::matmul_forward(std::forward<A>(a)...); }
+  template <class... A> void matmul_backward(A&&... a) { nn::matmul_backward(std::forward<A>(a)...); }
+  template <class... A> void gelu_forward(A&&... a) { nn::gelu_forward(std::forward<A>(a)...); }
+  template <class... A> void gelu_backward(A&&... a) { nn::gelu_backward(std::forward<A>(a)...); }
+  template <class... A> void residual_forward(A&&... a) { nn::residual_forward(std::forward<A>(a)...); }
+  template <class... A> void residual_backward(A&&... a) { nn::residual_backward(std::forward<A>(a)...); }
+  template <class... A> void crossentropy_forward(A&&... a) { nn::crossentropy_forward(std::forward<A>(a)...); }
+  template <class... A> void crossentropy_backward(A&&... a) { nn::crossentropy_backward(std::forward<A>(a)...); }
+  template <class... A> void forget_gate_forward(A&&... a) { nn::forget_gate_forward(std::forward<A>(a)...); }
+  template <class... A> void forget_gate_backward(A&&... a) { nn::forget_gate_backward(std::forward<A>(a)...); }
+  template <class... A> void split_heads_forward(A&&... a) { nn::split_heads_forward(std::forward<A>(a)...); }
+  template <class... A> void split_heads_backward(A&&... a) { nn::split_heads_backward(std::forward<A>(a)...); }
+  template <class... A> void merge_heads_forward(A&&... a) { nn::merge_heads_forward(std::forward<A>(a)...); }
+  template <class... A> void merge_heads_backward(A&&... a) { nn::merge_heads_backward(std::forward<A>(a)...); }
+  template <class... A> void attention_forward(A&&... a) { nn::attention_forward(std::forward<A>(a)...); }
+  template <class... A> void attention_backward(A&&... a) { nn::attention_backward(std::forward<A>(a)...); }
+  template <class... A> void householder_steps_forward(A&&... a) {
+    nn::householder_steps_forward(std::forward<A>(a)...);
+  }
+  template <class... A> void householder_steps_backward(A&&... a) {
+    nn::householder_steps_backward(std::forward<A>(a)...);
+  }
+
+  void layer_angles(Layer& L, const LayerParams& lp, int l) {
+    const int nb = m.head_dim() / 2;
+    const R* increments = lp.angles == std::size_t(-1) ? nullptr : P + lp.angles;
+    if (lp.psiw != std::size_t(-1)) {
+      nn::matmul_forward(L.psi, L.ln1, P + lp.psiw, P + lp.psib, int64_t(B) * T, m.d_model, nb);
+      increments = L.psi;
+    }
+    angles->angles(theta.data(), tokens, B, T, l, pass, increments, first_b);
+    if (*angle_observer) (*angle_observer)(l, theta.data(), B, T, nb);
+    for (std::size_t i = 0; i < theta.size(); ++i) {
+      L.cs[2 * i] = R(std::cos(theta[i]));
+      L.cs[2 * i + 1] = R(std::sin(theta[i]));
+    }
+  }
+  void watch_attention(int l, const Layer& L) {
+    if (*observer)
+      (*observer)(l, L.q, L.k, score_bias(L.cum), scheme.householder ? L.hw : nullptr,
+                  scheme.householder ? L.hbeta : nullptr, shape());
+  }
+  void householder_attention_forward(Layer& L, int l) {
+    nn::householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, scheme.values, shape(),
+                                      HouseholderPath::blocked, 0, hh_cache ? (*hh_cache)[l].get() : nullptr);
+  }
+  void householder_attention_backward(Layer& D, const Layer& L, int l) {
+    nn::householder_attention_backward(D.q, D.k, D.v, D.hw, D.hbeta, D.o, L.q, L.k, L.v, L.hw, L.hbeta,
+                                       scheme.values, shape(), HouseholderPath::blocked, 0, (*hh_cache)[l].get());
+  }
+  void zero_dtheta() { std::fill(theta.begin(), theta.end(), 0.0); }
+  void angles_backward(R* dincrements, const double* dtheta) {
+    angles->angles_backward(dincrements, dtheta, tokens, B, T);
+  }
+};
+
 template <class R>
 double Model<R>::forward(const int* tokens, const int* targets, int B, int T, uint64_t pass, bool train,
                          int first_b) {
   const ModelConfig& m = config_;
-  const int64_t N = int64_t(B) * T, C = m.d_model, F = int64_t(m.mlp_ratio) * C, V = m.vocab;
+  const int64_t N = int64_t(B) * T, V = m.vocab;
   const int nb = m.head_dim() / 2;
-  const AttentionShape shape{B, T, m.heads, m.head_dim()};
   require_in_vocabulary(tokens, targets, N, int(V));
   Arena& a = *acts_;
   a.allocate(m, B, T, !train);
   tokens_.assign(tokens, tokens + N);
   targets_.assign(targets, targets + N);
   B_ = B, T_ = T;
-  const R* P = params.data();
-  const bool rotary = angles_ != nullptr;
-  if (rotary) theta_.resize(std::size_t(N) * nb);
-  const bool path_beta = m.householder_beta == "path";
-
-  encoder_forward(a.encoded, tokens, P + find_tensor(tensors_, "wte").offset, N, int(C));
-  const R* residual = a.encoded;
-  for (int l = 0; l < m.layers; ++l) {
-    const LayerParams lp = layer_params(tensors_, l);
-    auto& L = a.layers[l];
-    layernorm_forward(L.ln1, L.ln1_mean, L.ln1_rstd, residual, P + lp.ln1w, P + lp.ln1b, N, int(C));
-    matmul_forward(L.qkv, L.ln1, P + lp.qkvw, P + lp.qkvb, N, int(C), int(3 * C));
-    if (scheme_.forget) {
-      matmul_forward(L.fz, L.ln1, P + lp.fgw, P + lp.fgb, N, int(C), m.heads);
-      forget_gate_forward(L.cum, L.fz, B, T, m.heads);
-    }
-    if (rotary) {
-      const R* increments = lp.angles == std::size_t(-1) ? nullptr : P + lp.angles;
-      if (lp.psiw != std::size_t(-1)) {
-        matmul_forward(L.psi, L.ln1, P + lp.psiw, P + lp.psib, N, int(C), nb);
-        increments = L.psi;
-      }
-      angles_->angles(theta_.data(), tokens, B, T, l, pass, increments, first_b);
-      if (angle_observer_) angle_observer_(l, theta_.data(), B, T, nb);
-      for (std::size_t i = 0; i < theta_.size(); ++i) {
-        L.cs[2 * i] = R(std::cos(theta_[i]));
-        L.cs[2 * i + 1] = R(std::sin(theta_[i]));
-      }
-    }
-    if (scheme_.householder) {
-      matmul_forward(L.hz, L.ln1, P + lp.hhw, P + lp.hhb, N, int(C), int(C));
-      if (path_beta) matmul_forward(L.hr, L.ln1, P + lp.hhu, P + lp.hhc, N, int(C), m.heads);
-      householder_steps_forward(L.hw, L.hbeta, L.hz, path_beta ? L.hr : nullptr, shape);
-    }
-    const R* cs = rotary ? L.cs : nullptr;
-    split_heads_forward(L.q, L.k, L.v, L.qkv, cs, scheme_.values, shape);
-    if (observer_)
-      observer_(l, L.q, L.k, score_bias(L.cum), scheme_.householder ? L.hw : nullptr,
-                scheme_.householder ? L.hbeta : nullptr, shape);
-    if (scheme_.householder)
-      householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, scheme_.values, shape,
-                                    HouseholderPath::blocked, 0, train ? hh_cache_[l].get() : nullptr);
-    else
-      attention_forward(L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
-    merge_heads_forward(L.atty, L.o, scheme_.values ? cs : nullptr, shape);
-    matmul_forward(L.attproj, L.atty, P + lp.attprojw, P + lp.attprojb, N, int(C), int(C));
-    residual_forward(L.res2, residual, L.attproj, N * C);
-    layernorm_forward(L.ln2, L.ln2_mean, L.ln2_rstd, L.res2, P + lp.ln2w, P + lp.ln2b, N, int(C));
-    matmul_forward(L.fch, L.ln2, P + lp.fcw, P + lp.fcb, N, int(C), int(F));
-    gelu_forward(L.fch_gelu, L.fch, N * F);
-    matmul_forward(L.fcproj, L.fch_gelu, P + lp.fcprojw, P + lp.fcprojb, N, int(F), int(C));
-    residual_forward(L.res3, L.res2, L.fcproj, N * C);
-    residual = L.res3;
-  }
-  const std::size_t lnfw = find_tensor(tensors_, "lnfw").offset, lnfb = find_tensor(tensors_, "lnfb").offset;
-  layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, residual, P + lnfw, P + lnfb, N, int(C));
-  matmul_forward(a.logits, a.lnf, P + find_tensor(tensors_, "wte").offset, (const R*)nullptr, N, int(C), int(V));
-  crossentropy_forward(a.losses, a.logits, targets, N, int(V));
+  if (angles_) theta_.resize(std::size_t(N) * nb);
+  CpuOps<R> ops{m,         scheme_, angles_.get(), theta_,  score_bias(nullptr), params.data(), tokens, B, T, pass,
+                first_b,   train ? &hh_cache_ : nullptr, &observer_, &angle_observer_};
+  model_forward(ops, m, scheme_, tensors_, a, params.data(), tokens, targets, B, T);
   double sum = 0;
   for (int64_t n = 0; n < N; ++n) sum += double(a.losses[n]);
   return sum / double(N);
@@ -296,73 +325,17 @@ void Model<R>::backward() {
   Arena& a = *acts_;
   if (a.shared || a.B == 0) throw std::logic_error("backward() needs a training forward() first");
   const int B = B_, T = T_;
-  const int64_t N = int64_t(B) * T, C = m.d_model, F = int64_t(m.mlp_ratio) * C, V = m.vocab;
-  const AttentionShape shape{B, T, m.heads, m.head_dim()};
+  const int64_t N = int64_t(B) * T;
   Arena& g = *grad_acts_;
   g.allocate(m, B, T, false);
   std::fill(g.mem.begin(), g.mem.end(), R(0));
   std::fill(grads.begin(), grads.end(), R(0));
-  const R* P = params.data();
-  R* G = grads.data();
-  const bool rotary = angles_ != nullptr;
-  const bool trained_angles = rotary && angles_->trained();
-  const bool path_beta = m.householder_beta == "path";
-  const int nb = m.head_dim() / 2;
-  if (trained_angles) dtheta_.assign(std::size_t(N) * nb, 0.0);
-  double* dtheta = trained_angles ? dtheta_.data() : nullptr;
-  const int* tokens = tokens_.data();
-
-  const std::size_t wte = find_tensor(tensors_, "wte").offset, lnfw = find_tensor(tensors_, "lnfw").offset,
-                    lnfb = find_tensor(tensors_, "lnfb").offset;
-  crossentropy_backward(g.logits, a.logits, targets_.data(), R(1.0 / double(N)), N, int(V));
-  matmul_backward(g.lnf, G + wte, (R*)nullptr, g.logits, a.lnf, P + wte, N, int(C), int(V));
-  const R* last = a.layers[m.layers - 1].res3;
-  R* dlast = g.layers[m.layers - 1].res3;
-  layernorm_backward(dlast, G + lnfw, G + lnfb, g.lnf, last, P + lnfw, a.lnf_mean, a.lnf_rstd, N, int(C));
-  for (int l = m.layers - 1; l >= 0; --l) {
-    const LayerParams lp = layer_params(tensors_, l);
-    auto& L = a.layers[l];
-    auto& D = g.layers[l];
-    const R* residual = l == 0 ? a.encoded : a.layers[l - 1].res3;
-    R* dresidual = l == 0 ? g.encoded : g.layers[l - 1].res3;
-    const R* cs = rotary ? L.cs : nullptr;
-    residual_backward(D.res2, D.fcproj, D.res3, N * C);
-    matmul_backward(D.fch_gelu, G + lp.fcprojw, G + lp.fcprojb, D.fcproj, L.fch_gelu, P + lp.fcprojw, N, int(F),
-                    int(C));
-    gelu_backward(D.fch, L.fch, D.fch_gelu, N * F);
-    matmul_backward(D.ln2, G + lp.fcw, G + lp.fcb, D.fch, L.ln2, P + lp.fcw, N, int(C), int(F));
-    layernorm_backward(D.res2, G + lp.ln2w, G + lp.ln2b, D.ln2, L.res2, P + lp.ln2w, L.ln2_mean, L.ln2_rstd, N,
-                       int(C));
-    residual_backward(dresidual, D.attproj, D.res2, N * C);
-    matmul_backward(D.atty, G + lp.attprojw, G + lp.attprojb, D.attproj, L.atty, P + lp.attprojw, N, int(C),
-                    int(C));
-    if (dtheta) std::fill(dtheta_.begin(), dtheta_.end(), 0.0);
-    merge_heads_backward(D.o, dtheta, D.atty, L.atty, scheme_.values ? cs : nullptr, shape);
-    if (scheme_.householder) {
-      householder_attention_backward(D.q, D.k, D.v, D.hw, D.hbeta, D.o, L.q, L.k, L.v, L.hw, L.hbeta,
-                                     scheme_.values, shape, HouseholderPath::blocked, 0, hh_cache_[l].get());
-      householder_steps_backward(D.hz, path_beta ? D.hr : nullptr, D.hw, D.hbeta, L.hz, L.hbeta, shape);
-      matmul_backward(D.ln1, G + lp.hhw, G + lp.hhb, D.hz, L.ln1, P + lp.hhw, N, int(C), int(C));
-      if (path_beta) matmul_backward(D.ln1, G + lp.hhu, G + lp.hhc, D.hr, L.ln1, P + lp.hhu, N, int(C), m.heads);
-    } else {
-      attention_backward(D.q, D.k, D.v, D.cum, D.o, L.o, L.lse, L.q, L.k, L.v, score_bias(L.cum), shape);
-    }
-    if (scheme_.forget) {
-      forget_gate_backward(D.fz, D.cum, L.fz, B, T, m.heads);
-      matmul_backward(D.ln1, G + lp.fgw, G + lp.fgb, D.fz, L.ln1, P + lp.fgw, N, int(C), m.heads);
-    }
-    split_heads_backward(D.qkv, dtheta, D.q, D.k, D.v, L.q, L.k, L.v, cs, scheme_.values, shape);
-    if (dtheta && lp.psiw != std::size_t(-1)) {
-      angles_->angles_backward(D.psi, dtheta, tokens, B, T);
-      matmul_backward(D.ln1, G + lp.psiw, G + lp.psib, D.psi, L.ln1, P + lp.psiw, N, int(C), nb);
-    } else if (dtheta) {
-      angles_->angles_backward(G + lp.angles, dtheta, tokens, B, T);
-    }
-    matmul_backward(D.ln1, G + lp.qkvw, G + lp.qkvb, D.qkv, L.ln1, P + lp.qkvw, N, int(C), int(3 * C));
-    layernorm_backward(dresidual, G + lp.ln1w, G + lp.ln1b, D.ln1, residual, P + lp.ln1w, L.ln1_mean, L.ln1_rstd,
-                       N, int(C));
-  }
-  encoder_backward(G + wte, g.encoded, tokens, N, int(C));
+  const bool trained_angles = angles_ && angles_->trained();
+  if (trained_angles) dtheta_.assign(std::size_t(N) * (m.head_dim() / 2), 0.0);
+  CpuOps<R> ops{m,  scheme_, angles_.get(), dtheta_,    score_bias(nullptr), params.data(), tokens_.data(), B, T, 0,
+                0,  &hh_cache_, &observer_, &angle_observer_};
+  model_backward(ops, m, scheme_, tensors_, a, g, params.data(), grads.data(), trained_angles ? dtheta_.data() : nullptr,
+                 tokens_.data(), targets_.data(), B, T);
 }
 
 template <class R>
