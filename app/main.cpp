@@ -1,6 +1,6 @@
 // routelab: the command line.
 //   routelab sim NAME [--flag value ...]   one simulation, tidy CSV
-//   routelab verify [--quick]              every catalogued check, a table
+//   routelab verify [--quick]              every check, a table
 //   routelab families                      the step laws and their closed forms
 //   routelab sims                          the simulations
 //   routelab merge A B ... --out FILE      combine --shard partials
@@ -103,9 +103,7 @@ int cmd_families() {
     Params p;
     for (const auto& spec : family_flags()) p[spec.name] = spec.default_value;
     p["family"] = f.name;
-    if (f.name == "axis3") p["d"] = "3";
-    if (f.name == "skewexp") p["d"] = "6";
-    if (f.name == "nonnormal" || f.name == "lieball" || f.name == "fisher") p["d"] = "3";
+    if (f.default_d) p["d"] = std::to_string(f.default_d);
     std::string flags;
     for (const auto& fl : f.flags) flags += (flags.empty() ? "--" : " --") + fl;
     std::printf("%s\n  %s\n  flags: %s\n  determinant: %s\n", f.name.c_str(), f.summary.c_str(), flags.c_str(),
@@ -147,7 +145,7 @@ int run(int argc, char** argv) {
     CLI::App app{"routelab: numerical checks of \"Why Do Accumulated Transformations Extrapolate?\""};
     app.set_version_flag("--version", std::string(ROUTELAB_VERSION) + " (" + ROUTELAB_GIT_REV + ")");
     app.require_subcommand(1);
-    auto* verify = app.add_subcommand("verify", "run every catalogued check and print a table");
+    auto* verify = app.add_subcommand("verify", "run every check and print a table");
     bool quick = false;
     int threads = omp_get_max_threads();
     long long seed = 1;
