@@ -181,7 +181,7 @@ static double normal_cdf(double v) {
 
 TEST(Normals, StandardNormalLaw) {
   const uint64_t seed = 20240611;
-  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::printf("seed %llu, normals' log: %s\n", (unsigned long long)seed, normal_log_path());
   Stream s(seed, 0);
   const int n = 2000000;
   std::vector<double> x(n);

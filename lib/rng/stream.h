@@ -54,18 +54,14 @@ void philox_blocks_on(PhiloxPath path, uint64_t seed, uint64_t stream, uint64_t 
 // Every normal is computed by the same fixed-width code, so a value does not
 // depend on where in a batch it falls (the scalar normal() relies on this).
 constexpr int kNormalChunk = 16;
-// One Box-Muller pair from its four words w[0..4), the formula above; `log`
-// is the natural logarithm (libmvec's vector log in normal_chunks, CUDA's on
-// the device), the only part whose last bits may differ between the two.
+// One Box-Muller pair from its radius variate u1, in (0, 1), and its angle
+// theta = q pi/2 + 2 pi y (the formula above); `log` is the natural logarithm
+// (in normal_chunks libmvec's vector log or glibc's scalar one, see
+// normal_log_path; CUDA's on the device), the only part whose last bits may
+// differ between them.
 template <class Log>
-ROUTELAB_HOST_DEVICE inline void box_muller_pair(const uint32_t* w, Log log, double& c, double& s) {
-  const uint64_t b1 = uint64_t(w[0]) | (uint64_t(w[1]) << 32);
-  const uint64_t b2 = uint64_t(w[2]) | (uint64_t(w[3]) << 32);
-  const double u1 = (double(b1 >> 11) + 0.5) * 0x1.0p-53;  // (0, 1), as uniform()
+ROUTELAB_HOST_DEVICE inline void box_muller_from(double u1, uint64_t q, double y, Log log, double& c, double& s) {
   const double r = sqrt(-2.0 * log(u1));
-  const uint64_t m = b2 >> 11;                               // 53 bits, as uniform()
-  const uint64_t q = m >> 51;                                // quarter turn 0..3
-  const double y = (double(m & ((uint64_t(1) << 51) - 1)) + 0.5 - 0x1.0p50) * 0x1.0p-53;  // exact
   const double x = 2.0 * M_PI * y;
   const double x2 = x * x;
   const double sx = x * (1.0 + x2 * (-1.0 / 6 + x2 * (1.0 / 120 + x2 * (-1.0 / 5040 + x2 * (1.0 / 362880 +
@@ -81,7 +77,21 @@ ROUTELAB_HOST_DEVICE inline void box_muller_pair(const uint32_t* w, Log log, dou
   c = sign * cq;
   s = sign * sq;
 }
+// One Box-Muller pair from its four words w[0..4), the formula above.
+template <class Log>
+ROUTELAB_HOST_DEVICE inline void box_muller_pair(const uint32_t* w, Log log, double& c, double& s) {
+  const uint64_t b1 = uint64_t(w[0]) | (uint64_t(w[1]) << 32);
+  const uint64_t b2 = uint64_t(w[2]) | (uint64_t(w[3]) << 32);
+  const double u1 = (double(b1 >> 11) + 0.5) * 0x1.0p-53;  // (0, 1), as uniform()
+  const uint64_t m = b2 >> 11;                               // 53 bits, as uniform()
+  const uint64_t q = m >> 51;                                // quarter turn 0..3
+  const double y = (double(m & ((uint64_t(1) << 51) - 1)) + 0.5 - 0x1.0p50) * 0x1.0p-53;  // exact
+  box_muller_from(u1, q, y, log, c, s);
+}
 void normal_chunks(const uint32_t* w, std::size_t nchunks, double* out);
+// Which log normal_chunks was built with, for the tests' and benchmarks'
+// reports: "libmvec" (a vector log) or "scalar" (glibc's log, pair by pair).
+const char* normal_log_path();
 // out[i] = u01_open(w[2 i] | w[2 i + 1] << 32), i < n.
 void u01_from_words(const uint32_t* w, std::size_t n, double* out);
 
