@@ -68,6 +68,11 @@ def run(cmd, env):
     return [parse_kv(l) for l in r.stdout.splitlines() if l.strip()]
 
 
+def row(rows, name):
+    """bench_walks' line `name` (its first line is `isa ...`, what it was built for)."""
+    return next(x for x in rows if x["name"] == name)
+
+
 def peer_env(coretype):
     env = dict(os.environ)
     env.pop("OPENBLAS_CORETYPE", None)
@@ -150,7 +155,10 @@ def main():
     print("peer:", note)
     print("peer threadpoolctl:", json.dumps(info))
 
-    rates = run([binp, "--workload", "rates"], ours_env)[0]
+    rates_rows = run([binp, "--workload", "rates"], ours_env)
+    isa = row(rates_rows, "isa")
+    print(f"ours: built for {isa['build']}, Philox kernel {isa['philox']}, normals' log {isa['normal_log']}")
+    rates = row(rates_rows, "rates")
     gemm_peer = run([PY, PEER, "gemm"], penv)[0]["gflops"]
     print(f"ours rates: word {rates['word_ns']:.3f} ns, Box-Muller pair {rates['pair_ns']:.3f} ns, "
           f"cos {rates['cos_ns']:.3f} ns, FMA peak {rates['fma_gflops']:.1f} GFlop/s, "
@@ -165,7 +173,7 @@ def main():
         for r in range(a.rounds):
             def do_ours():
                 for n in ours_names:
-                    ours[n].append(run([binp, "--workload", n, "--scale", str(a.scale)], ours_env)[0])
+                    ours[n].append(row(run([binp, "--workload", n, "--scale", str(a.scale)], ours_env), n))
 
             def do_peer():
                 peer.append(run([PY, PEER, wl] + PEER_ARGS[wl](a.scale), penv)[0]["peer_s"])

@@ -13,7 +13,9 @@
 //
 // Usage: bench_walks [--workload W3|W4|W5|W6|rates|all] [--reps R] [--block b]
 //                    [--scale s]  (s < 1 shrinks the walk counts, for a smoke run)
-// Prints one line per workload, `key=value` pairs, for bench/run_walks.py.
+// Prints an `isa` line (the build's instruction set, the Philox kernel and
+// the normals' log), then one line per workload, `key=value` pairs, for
+// bench/run_walks.py.
 // One thread throughout (OpenMP and Eigen): see bench/README.md.
 #include <immintrin.h>
 #include <omp.h>
@@ -273,6 +275,16 @@ int main(int argc, char** argv) {
   // One thread for everything, as the NumPy peer runs (bench/README.md).
   omp_set_num_threads(1);
   Eigen::setNbThreads(1);
+
+  // What this binary was built for and which kernels its draws run.
+#if defined(__AVX512F__)
+  const char* isa = "avx512";
+#elif defined(__AVX2__)
+  const char* isa = "avx2";
+#else
+  const char* isa = "baseline";
+#endif
+  std::printf("isa build=%s philox=%s normal_log=%s\n", isa, philox_path_name(philox_build_path()), normal_log_path());
 
   const bool all = which == "all";
   const Rates r = measure_rates();
