@@ -106,7 +106,7 @@ std::vector<SimRow> adaptive_selection_rows(const AdaptiveSelectionConfig& cfg, 
   // Deterministic: every selected phasor has real part >= cos eps, so does their mean.
   SimRow lower = lower_row("D.3", fmt::format("min_abs_t_adaptive_over_{}_trials", with_selection),
                            with_selection ? min_t : std::nan(""), kNoStderr, th.min_abs_t(cfg.eps), 0.0);
-  if (with_selection == 0) lower.verdict = "none";
+  if (with_selection == 0) lower.verdict = Verdict::none;
   rows.push_back(lower);
   rows.push_back(trend_row("D.3", "mean_abs_t_adaptive", t_sel.mean[0], t_sel.stderr_of(0), std::nullopt));
   rows.push_back(trend_row("D.3", "mean_abs_t_nonadaptive", t_fixed.mean[0], t_fixed.stderr_of(0), std::nullopt));
@@ -114,7 +114,7 @@ std::vector<SimRow> adaptive_selection_rows(const AdaptiveSelectionConfig& cfg, 
   // the least |t| that the selection guarantees.
   SimRow control = tail_bound_row("Theorem 7", "violation_frequency_adaptive", violated, std::max(1LL, with_selection),
                                   cfg.eta, true);
-  if (!(theorem7(1.0 / std::sqrt(double(M) * p)) < std::cos(cfg.eps)) || with_selection == 0) control.verdict = "none";
+  if (!(theorem7(1.0 / std::sqrt(double(M) * p)) < std::cos(cfg.eps)) || with_selection == 0) control.verdict = Verdict::none;
   rows.push_back(control);
   rows.push_back(tail_bound_row("Theorem 7", "exceedance_frequency_nonadaptive", exceeded_fixed, trials, cfg.eta));
   rows.push_back(trend_row("Theorem 7", "mean_bound_adaptive", t_sel.mean[1], t_sel.stderr_of(1), std::nullopt));

@@ -84,8 +84,8 @@ SimRow excess_row(std::string result, std::string quantity, double excess) {
   r.result = std::move(result);
   r.quantity = std::move(quantity);
   r.estimate = excess;
-  r.kind = "trend";
-  r.verdict = "none";
+  r.kind = Kind::trend;
+  r.verdict = Verdict::none;
   return r;
 }
 

@@ -115,12 +115,12 @@ std::vector<SimRow> haar_mixing_rows(const StepLaw& law_ref, std::vector<long lo
   m.quantity = "first_n_indistinguishable_from_haar";
   m.cells = {{"n", std::to_string(ns.back())}};
   m.estimate = first_mixed > 0 ? double(first_mixed) : std::numeric_limits<double>::quiet_NaN();
-  m.kind = "trend";
+  m.kind = Kind::trend;
   const bool mixed_at_end = first_mixed > 0 && rows[std::size_t(4 * (count - 1))].estimate <= critical;
   switch (law->haar_limit()) {
-    case HaarLimit::yes: m.verdict = mixed_at_end ? "pass" : "fail"; break;
-    case HaarLimit::no: m.verdict = mixed_at_end ? "fail" : "pass"; break;
-    case HaarLimit::unknown: m.verdict = "none"; break;
+    case HaarLimit::yes: m.verdict = verdict_of(mixed_at_end); break;
+    case HaarLimit::no: m.verdict = verdict_of(!mixed_at_end); break;
+    case HaarLimit::unknown: m.verdict = Verdict::none; break;
   }
   rows.push_back(m);
   return rows;

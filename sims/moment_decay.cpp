@@ -75,7 +75,7 @@ std::vector<SimRow> moment_decay_rows(const StepLaw& law_ref, const std::vector<
     if (mean) {
       SimRow entries = upper_row("Theorem 3", "max_entry_z_vs_power_of_mean",
                                  max_entry_z(e, theory::first_moment_power(*mean, int(n))), kNoStderr, z_entries, 0.0);
-      entries.kind = "exact";
+      entries.kind = Kind::exact;
       entries.cells = cells;
       rows.push_back(entries);
     }
@@ -89,8 +89,8 @@ std::vector<SimRow> moment_decay_rows(const StepLaw& law_ref, const std::vector<
     if (w < 1 || w > 100000) {
       r.estimate = std::numeric_limits<double>::quiet_NaN();
       r.theory = w < 1 ? std::nullopt : std::optional<double>(double(w));
-      r.kind = "exact";
-      r.verdict = "none";
+      r.kind = Kind::exact;
+      r.verdict = Verdict::none;
       rows.push_back(r);
       continue;
     }
@@ -108,8 +108,8 @@ std::vector<SimRow> moment_decay_rows(const StepLaw& law_ref, const std::vector<
     }
     r.estimate = at_w.norm <= epss[k] ? (before <= epss[k] ? double(w - 1) : double(w)) : double(w + 1);
     r.theory = double(w);
-    r.kind = mean && is_normal(*mean) ? "exact" : "upper";
-    r.verdict = upper_ok && lower_ok ? "pass" : "fail";
+    r.kind = mean && is_normal(*mean) ? Kind::exact : Kind::upper;
+    r.verdict = verdict_of(upper_ok && lower_ok);
     rows.push_back(r);
   }
   return rows;

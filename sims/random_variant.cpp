@@ -109,10 +109,10 @@ std::vector<SimRow> random_variant_rows(const RandomVariantSetup& setup, const s
     win.quantity = "mixing_window_b";
     win.cells = cells;
     win.theory = double(w);
-    win.kind = "exact";
+    win.kind = Kind::exact;
     if (w > nmax) {  // beyond the walk: arithmetic only
       win.estimate = std::numeric_limits<double>::quiet_NaN();
-      win.verdict = "none";
+      win.verdict = Verdict::none;
     } else {
       const auto [rw, sew] = re(index_of(w), b);
       const bool upper_ok = rw - kZ * sew <= setup.eps;
@@ -124,7 +124,7 @@ std::vector<SimRow> random_variant_rows(const RandomVariantSetup& setup, const s
         lower_ok = rw1 + kZ * sew1 >= setup.eps;
       }
       win.estimate = rw <= setup.eps ? (before <= setup.eps ? double(w - 1) : double(w)) : double(w + 1);
-      win.verdict = upper_ok && lower_ok ? "pass" : "fail";
+      win.verdict = verdict_of(upper_ok && lower_ok);
     }
     rows.push_back(win);
 
@@ -148,7 +148,7 @@ std::vector<SimRow> random_variant_rows(const RandomVariantSetup& setup, const s
     }
     SimRow im = upper_row("Theorem 1 (random variant)", "max_block_z_first_harmonic_im", max_z, kNoStderr,
                           bonferroni_z(B), 0.0);
-    im.kind = "exact";
+    im.kind = Kind::exact;
     im.cells = cells;
     rows.push_back(im);
 
@@ -187,8 +187,8 @@ std::vector<SimRow> random_variant_rows(const RandomVariantSetup& setup, const s
     carry.cells = cells;
     carry.estimate = measured;
     carry.theory = predicted;
-    carry.kind = "trend";
-    carry.verdict = consistent ? "pass" : "fail";
+    carry.kind = Kind::trend;
+    carry.verdict = verdict_of(consistent);
     rows.push_back(carry);
   }
   return rows;

@@ -245,8 +245,8 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
       cells.push_back({"ci_low", format_number(r.ci_low)});
       cells.push_back({"ci_high", format_number(r.ci_high)});
       cells.push_back({"theory", format_number(r.theory)});
-      cells.push_back({"kind", r.kind});
-      cells.push_back({"verdict", r.verdict});
+      cells.push_back({"kind", to_string(r.kind)});
+      cells.push_back({"verdict", to_string(r.verdict)});
       table.add_row(cells);
     }
     if (req.progress && dist::is_root()) {

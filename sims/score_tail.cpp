@@ -104,8 +104,8 @@ bool violation_resolvable(double p, double bound, long long trials) {
   return clopper_pearson_lower((long long)std::floor(p * double(trials)), trials, kTailAlpha) > bound;
 }
 
-SimRow tail_row(std::string result, std::string quantity, const TailCount& t, double theory, std::string kind,
-                std::string verdict, std::vector<std::pair<std::string, std::string>> cells) {
+SimRow tail_row(std::string result, std::string quantity, const TailCount& t, double theory, Kind kind,
+                Verdict verdict, std::vector<std::pair<std::string, std::string>> cells) {
   SimRow r;
   r.result = std::move(result);
   r.quantity = std::move(quantity);
@@ -115,16 +115,16 @@ SimRow tail_row(std::string result, std::string quantity, const TailCount& t, do
   r.ci_low = t.lo;
   r.ci_high = t.hi;
   r.theory = theory;
-  r.kind = std::move(kind);
-  r.verdict = std::move(verdict);
+  r.kind = kind;
+  r.verdict = verdict;
   return r;
 }
 
 // An upper bound's verdict: none when vacuous (>= 1 holds trivially), else
 // pass iff the lower limit is <= the bound.
-std::string upper_verdict(const TailCount& t, double bound) {
-  if (bound >= 1) return "none";
-  return t.lo <= bound ? "pass" : "fail";
+Verdict upper_verdict(const TailCount& t, double bound) {
+  if (bound >= 1) return Verdict::none;
+  return verdict_of(t.lo <= bound);
 }
 
 // q^T exp(X) k for X = sum_j theta_j (e_{2j+1} e_{2j}^T - e_{2j} e_{2j+1}^T):
@@ -548,9 +548,9 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
       r.ci_low = ks_lo;
       r.ci_high = ks_hi;
       r.theory = critical;
-      r.kind = "upper";
+      r.kind = Kind::upper;
       // The premise of the claim at the longest n: the walk has mixed.
-      r.verdict = mixes && longest ? (ks_hi <= critical ? "pass" : "fail") : "none";
+      r.verdict = mixes && longest ? verdict_of(ks_hi <= critical) : Verdict::none;
       rows.push_back(r);
     }
 
@@ -564,12 +564,12 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
       // (b): the one-route bound, or its predicted violation before mixing.
       const std::optional<double> exact = matched ? std::optional<double>() : known_tail(law, n, s, theory);
       if (claimed) {
-        rows.push_back(tail_row(bound_result, "tail", tail, one, "upper", upper_verdict(tail, one), at));
+        rows.push_back(tail_row(bound_result, "tail", tail, one, Kind::upper, upper_verdict(tail, one), at));
       } else if (exact && *exact > one && violation_resolvable(*exact, one, N)) {
         const std::string result = law.haar_limit() == HaarLimit::no ? "Remark 3" : "Theorem 5(b) before mixing";
-        rows.push_back(tail_row(result, "tail_exceeds_levy", tail, one, "lower", tail.lo > one ? "pass" : "fail", at));
+        rows.push_back(tail_row(result, "tail_exceeds_levy", tail, one, Kind::lower, verdict_of(tail.lo > one), at));
       } else {
-        rows.push_back(tail_row(bound_result, "tail", tail, one, "upper", "none", at));
+        rows.push_back(tail_row(bound_result, "tail", tail, one, Kind::upper, Verdict::none, at));
       }
 
       // The exact law where known (Haar once mixed), else the Haar tail for
@@ -578,22 +578,22 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
       std::optional<double> law_tail = exact;
       if (!law_tail && claimed && !matched) law_tail = theory.haar_tail(d, s);
       const double reference = law_tail ? *law_tail : theory.haar_tail(d, s);
-      const std::string verdict = !law_tail ? "none" : tail.lo <= reference && reference <= tail.hi ? "pass" : "fail";
+      const Verdict verdict = !law_tail ? Verdict::none : verdict_of(tail.lo <= reference && reference <= tail.hi);
       rows.push_back(tail_row(exact && !claimed && law.haar_limit() == HaarLimit::no ? "Remark 3" : "Theorem 5",
-                              law_tail ? "tail_vs_exact_law" : "tail_haar_reference", tail, reference, "exact",
+                              law_tail ? "tail_vs_exact_law" : "tail_haar_reference", tail, reference, Kind::exact,
                               verdict, at));
 
       // (c): the union over M routes.
       const TailCount max_tail = tail_count(total.max_hits[c * levels + k], groups);
       const double bound_m = theory::union_tail_bound(routes, one);
-      rows.push_back(tail_row(union_result, "max_of_M_tail", max_tail, bound_m, "upper",
-                              claimed ? upper_verdict(max_tail, bound_m) : "none", at));
+      rows.push_back(tail_row(union_result, "max_of_M_tail", max_tail, bound_m, Kind::upper,
+                              claimed ? upper_verdict(max_tail, bound_m) : Verdict::none, at));
 
       // Corollary B.5 where the score gap g = c_near - s is positive.
       if (lambdas[k] == 0) continue;
       const TailCount fails = tail_count(total.fails[c * levels + k], groups);
-      rows.push_back(tail_row("Corollary B.5", "far_mass_over_target", fails, bound_m, "upper",
-                              claimed ? upper_verdict(fails, bound_m) : "none", at));
+      rows.push_back(tail_row("Corollary B.5", "far_mass_over_target", fails, bound_m, Kind::upper,
+                              claimed ? upper_verdict(fails, bound_m) : Verdict::none, at));
       // Off the score event Proposition 1 is deterministic: no failure at all.
       SimRow off = upper_row("Corollary B.5", "far_mass_over_target_off_score_event",
                              double(total.fails_off[c * levels + k]), kNoStderr, 0.0, 0.0);

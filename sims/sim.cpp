@@ -61,28 +61,50 @@ double slack(double scale) { return 1e-12 * std::max(1.0, std::abs(scale)); }
 double margin(double z, double se) { return std::isnan(se) ? 0.0 : z * se; }
 }  // namespace
 
+const char* to_string(Kind k) {
+  switch (k) {
+    case Kind::exact: return "exact";
+    case Kind::upper: return "upper";
+    case Kind::lower: return "lower";
+    case Kind::trend: return "trend";
+  }
+  return "";
+}
+
+const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::pass: return "pass";
+    case Verdict::fail: return "fail";
+    case Verdict::none: return "none";
+  }
+  return "";
+}
+
+std::ostream& operator<<(std::ostream& os, Kind k) { return os << to_string(k); }
+std::ostream& operator<<(std::ostream& os, Verdict v) { return os << to_string(v); }
+
 SimRow exact_row(std::string result, std::string quantity, double estimate, double se, std::optional<double> theory,
                  double z) {
   SimRow r = base_row(std::move(result), std::move(quantity), estimate, se, z);
   r.theory = theory;
-  r.kind = "exact";
-  r.verdict = !theory ? "none" : std::abs(estimate - *theory) <= margin(z, se) + slack(*theory) ? "pass" : "fail";
+  r.kind = Kind::exact;
+  r.verdict = !theory ? Verdict::none : verdict_of(std::abs(estimate - *theory) <= margin(z, se) + slack(*theory));
   return r;
 }
 
 SimRow upper_row(std::string result, std::string quantity, double estimate, double se, double bound, double z) {
   SimRow r = base_row(std::move(result), std::move(quantity), estimate, se, z);
   r.theory = bound;
-  r.kind = "upper";
-  r.verdict = estimate - margin(z, se) <= bound + slack(bound) ? "pass" : "fail";
+  r.kind = Kind::upper;
+  r.verdict = verdict_of(estimate - margin(z, se) <= bound + slack(bound));
   return r;
 }
 
 SimRow lower_row(std::string result, std::string quantity, double estimate, double se, double bound, double z) {
   SimRow r = base_row(std::move(result), std::move(quantity), estimate, se, z);
   r.theory = bound;
-  r.kind = "lower";
-  r.verdict = estimate + margin(z, se) >= bound - slack(bound) ? "pass" : "fail";
+  r.kind = Kind::lower;
+  r.verdict = verdict_of(estimate + margin(z, se) >= bound - slack(bound));
   return r;
 }
 
@@ -96,17 +118,17 @@ SimRow tail_bound_row(std::string result, std::string quantity, long long x, lon
   r.ci_low = clopper_pearson_lower(x, n, kTailAlpha);
   r.ci_high = clopper_pearson_upper(x, n, kTailAlpha);
   r.theory = bound;
-  r.kind = "upper";
+  r.kind = Kind::upper;
   const bool holds = r.ci_low <= bound;
-  r.verdict = holds != negative_control ? "pass" : "fail";
+  r.verdict = verdict_of(holds != negative_control);
   return r;
 }
 
 
 SimRow trend_row(std::string result, std::string quantity, double estimate, double se, std::optional<double> theory) {
   SimRow r = exact_row(std::move(result), std::move(quantity), estimate, se, theory, kZ);
-  r.kind = "trend";
-  r.verdict = "none";
+  r.kind = Kind::trend;
+  r.verdict = Verdict::none;
   return r;
 }
 

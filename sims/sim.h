@@ -8,6 +8,7 @@
 #include <map>
 #include <limits>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,16 @@ struct SimFlag {
   bool series = false;
 };
 
+// How a row's estimate is tested against `theory` (docs/theory.md#statistical-protocol).
+enum class Kind { exact, upper, lower, trend };
+// pass, fail, or none (a reported value, or a check that cannot decide here).
+enum class Verdict { pass, fail, none };
+const char* to_string(Kind k);     // "exact", "upper", "lower", "trend": the CSV's kind column
+const char* to_string(Verdict v);  // "pass", "fail", "none": the CSV's verdict column
+inline Verdict verdict_of(bool ok) { return ok ? Verdict::pass : Verdict::fail; }
+std::ostream& operator<<(std::ostream& os, Kind k);
+std::ostream& operator<<(std::ostream& os, Verdict v);
+
 // One measured quantity at one parameter point.
 struct SimRow {
   std::string result;    // the paper's label, e.g. "Example 2"
@@ -41,8 +52,8 @@ struct SimRow {
   // decides from a rule it documents at the row (haar_mixing's
   // first_n_indistinguishable_from_haar, random_variant's
   // blocks_carrying_gap), which gives pass or fail.
-  std::string kind;
-  std::string verdict;  // pass, fail, none
+  Kind kind = Kind::trend;
+  Verdict verdict = Verdict::none;
 };
 
 // The most OpenMP threads any command accepts.

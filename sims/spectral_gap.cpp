@@ -52,8 +52,8 @@ std::vector<SimRow> spectral_gap_rows(const StepLaw& law_ref, const SimContext& 
     beta.verdict = entries.verdict;
   } else {
     entries = exact_row(result, "max_entry_z", std::numeric_limits<double>::quiet_NaN(), kNoStderr, std::nullopt, 0.0);
-    entries.kind = "upper";
-    beta.verdict = "none";
+    entries.kind = Kind::upper;
+    beta.verdict = Verdict::none;
   }
   rows.push_back(beta);
   rows.push_back(entries);

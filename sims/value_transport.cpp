@@ -114,7 +114,7 @@ std::vector<SimRow> coherence_rows(const ValueTransportConfig& cfg, const SimCon
   // Qualitative (B.8 against Theorem 7): accumulated phases cancel where
   // position-only ones do not, so the mean max_b |t_b| lies below max_b q_b.
   SimRow cancel = trend_row("B.8", "mean_max_t_accumulated", acc.mean[0], acc.stderr_of(0), pos.max_abs_t);
-  cancel.verdict = acc.mean[0] + kZ * acc.stderr_of(0) < pos.max_abs_t ? "pass" : "fail";
+  cancel.verdict = verdict_of(acc.mean[0] + kZ * acc.stderr_of(0) < pos.max_abs_t);
   rows.push_back(cancel);
   rows.push_back(trend_row("Theorem 7", "bound", acc.mean[1], acc.stderr_of(1), std::nullopt));
   rows.push_back(trend_row("Theorem 7", "bound_over_rho_D", acc.mean[1] / pos.rho, kNoStderr, std::nullopt));
@@ -161,7 +161,7 @@ std::vector<SimRow> covariance_rows(const ValueTransportConfig& cfg, const SimCo
   for (auto [quantity, z] : {std::pair<const char*, double>{"max_entry_z_qkv_covariance", z_qkv},
                              std::pair<const char*, double>{"max_entry_z_qk_only_covariance", z_qk}}) {
     SimRow r = upper_row("B.9", quantity, z, kNoStderr, z_entries, 0.0);
-    r.kind = "exact";
+    r.kind = Kind::exact;
     rows.push_back(r);
   }
   rows.push_back(trend_row("B.9", "max_abs_covariance_entry", scale, kNoStderr, std::nullopt));

@@ -33,12 +33,12 @@ SimRow row(const std::vector<SimRow>& rows, const std::string& prefix) {
 
 TEST(AdaptiveSelection, CounterexampleDefeatsTheorem7) {
   const auto rows = adaptive_selection_rows(config(1000, 0.3), small(60));
-  for (const auto& r : rows) EXPECT_NE(r.verdict, "fail") << r.quantity << " = " << r.estimate;
-  EXPECT_EQ(row(rows, "violation_frequency_adaptive").verdict, "pass");
+  for (const auto& r : rows) EXPECT_NE(r.verdict, Verdict::fail) << r.quantity << " = " << r.estimate;
+  EXPECT_EQ(row(rows, "violation_frequency_adaptive").verdict, Verdict::pass);
   EXPECT_EQ(row(rows, "violation_frequency_adaptive").estimate, 1.0);
-  EXPECT_EQ(row(rows, "exceedance_frequency_nonadaptive").verdict, "pass");
-  EXPECT_EQ(row(rows, "min_abs_t_adaptive").verdict, "pass");
-  EXPECT_EQ(row(rows, "selected_count_mean").verdict, "pass");
+  EXPECT_EQ(row(rows, "exceedance_frequency_nonadaptive").verdict, Verdict::pass);
+  EXPECT_EQ(row(rows, "min_abs_t_adaptive").verdict, Verdict::pass);
+  EXPECT_EQ(row(rows, "selected_count_mean").verdict, Verdict::pass);
 }
 
 // Chernoff at M = 200, p = 0.0955 (true tail about 6e-3, bound 0.092); the
@@ -47,20 +47,19 @@ TEST(AdaptiveSelection, CounterexampleDefeatsTheorem7) {
 TEST(AdaptiveSelection, ChernoffTailAndPlantedExponentFails) {
   const auto cfg = config(200, 0.3);
   const auto rows = adaptive_selection_rows(cfg, small(20000));
-  EXPECT_EQ(row(rows, "chernoff_tail").verdict, "pass");
-  EXPECT_EQ(row(rows, "min_abs_t_adaptive").verdict, "pass");
-  EXPECT_EQ(row(rows, "violation_frequency_adaptive").verdict, "none");  // the bound exceeds 1 at N = 19
+  EXPECT_EQ(row(rows, "chernoff_tail").verdict, Verdict::pass);
+  EXPECT_EQ(row(rows, "min_abs_t_adaptive").verdict, Verdict::pass);
+  EXPECT_EQ(row(rows, "violation_frequency_adaptive").verdict, Verdict::none);  // the bound exceeds 1 at N = 19
   AdaptiveSelectionTheory planted;
   planted.chernoff = [](long long M, double p) { return std::exp(-double(M) * p / 2.0); };
-  EXPECT_EQ(row(adaptive_selection_rows(cfg, small(20000), planted), "chernoff_tail").verdict, "fail");
+  EXPECT_EQ(row(adaptive_selection_rows(cfg, small(20000), planted), "chernoff_tail").verdict, Verdict::fail);
 }
 
 // Planted: the mean sin(eps)/eps as a lower bound on every |t|; the least of 200 trials falls below it.
 TEST(AdaptiveSelection, PlantedLowerBoundFails) {
   AdaptiveSelectionTheory planted;
   planted.min_abs_t = [](double eps) { return std::sin(eps) / eps; };
-  EXPECT_EQ(row(adaptive_selection_rows(config(1000, 0.3), small(200), planted), "min_abs_t_adaptive").verdict,
-            "fail");
+  EXPECT_EQ(row(adaptive_selection_rows(config(1000, 0.3), small(200), planted), "min_abs_t_adaptive").verdict, Verdict::fail);
 }
 
 // Where Theorem 7's bound cannot be violated (raised past 1), the negative control does not pass.
@@ -68,7 +67,7 @@ TEST(AdaptiveSelection, NegativeControlNeedsAViolableBound) {
   AdaptiveSelectionTheory planted;
   planted.separate = [](double, long long, double, double, int, double) { return 1.5; };
   const auto rows = adaptive_selection_rows(config(1000, 0.3), small(60), planted);
-  EXPECT_NE(row(rows, "violation_frequency_adaptive").verdict, "pass");
+  EXPECT_NE(row(rows, "violation_frequency_adaptive").verdict, Verdict::pass);
   EXPECT_EQ(row(rows, "violation_frequency_adaptive").estimate, 0.0);
 }
 

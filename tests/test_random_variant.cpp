@@ -33,7 +33,7 @@ SimRow row(const std::vector<SimRow>& rows, const std::string& quantity, const s
   throw std::runtime_error("no row " + quantity);
 }
 
-int count_verdict(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& verdict) {
+int count_verdict(const std::vector<SimRow>& rows, const std::string& quantity, Verdict verdict) {
   int k = 0;
   for (const auto& r : rows) k += r.quantity == quantity && r.verdict == verdict;
   return k;
@@ -67,14 +67,14 @@ std::vector<SimRow> variant_rows(const std::vector<double>& gaps = {}, int threa
 TEST(RandomVariant, BlocksWindowsAndMeanScorePass) {
   const auto rows = variant_rows();
   for (const auto& r : rows)
-    EXPECT_NE(r.verdict, "fail") << r.quantity << " n=" << cell(r, "n") << " block=" << cell(r, "block") << ": "
+    EXPECT_NE(r.verdict, Verdict::fail) << r.quantity << " n=" << cell(r, "n") << " block=" << cell(r, "block") << ": "
                                  << r.estimate << " vs " << r.theory.value_or(NAN);
-  EXPECT_EQ(count_verdict(rows, "mean_score", "pass"), 3);
-  EXPECT_EQ(count_verdict(rows, "blocks_carrying_gap", "pass"), 3);
+  EXPECT_EQ(count_verdict(rows, "mean_score", Verdict::pass), 3);
+  EXPECT_EQ(count_verdict(rows, "blocks_carrying_gap", Verdict::pass), 3);
   // Windows 27 and 276 fall inside the walk, 2763 and 1.6e9 do not.
-  EXPECT_EQ(row(rows, "mixing_window_b", "block", "0").verdict, "pass");
-  EXPECT_EQ(row(rows, "mixing_window_b", "block", "4").verdict, "pass");
-  EXPECT_EQ(row(rows, "mixing_window_b", "block", "31").verdict, "none");
+  EXPECT_EQ(row(rows, "mixing_window_b", "block", "0").verdict, Verdict::pass);
+  EXPECT_EQ(row(rows, "mixing_window_b", "block", "4").verdict, Verdict::pass);
+  EXPECT_EQ(row(rows, "mixing_window_b", "block", "31").verdict, Verdict::none);
   // At n = 1000 the 25 slowest blocks still carry the gap (beta_b^n > 0.01).
   EXPECT_EQ(row(rows, "blocks_carrying_gap", "n", "1000").theory.value(), 25);
 }
@@ -85,9 +85,9 @@ TEST(RandomVariant, PlantedCosGapFails) {
   std::vector<double> planted;
   for (double f : rope_frequencies(64, 10000)) planted.push_back(std::cos(f));
   const auto rows = variant_rows(planted);
-  EXPECT_EQ(count_verdict(rows, "mean_score", "fail"), 3);
-  EXPECT_GE(count_verdict(rows, "first_harmonic_re", "fail"), 3);
-  EXPECT_GE(count_verdict(rows, "beta_b", "fail"), 1);
+  EXPECT_EQ(count_verdict(rows, "mean_score", Verdict::fail), 3);
+  EXPECT_GE(count_verdict(rows, "first_harmonic_re", Verdict::fail), 3);
+  EXPECT_GE(count_verdict(rows, "beta_b", Verdict::fail), 1);
 }
 
 TEST(RandomVariant, SameRowsAtOneAndTwoThreads) {

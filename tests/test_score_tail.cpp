@@ -38,7 +38,7 @@ std::vector<SimRow> rows_of(const std::vector<SimRow>& rows, const std::string& 
   return out;
 }
 
-int count_verdict(const std::vector<SimRow>& rows, const std::string& verdict) {
+int count_verdict(const std::vector<SimRow>& rows, Verdict verdict) {
   int k = 0;
   for (const auto& r : rows) k += r.verdict == verdict;
   return k;
@@ -46,7 +46,7 @@ int count_verdict(const std::vector<SimRow>& rows, const std::string& verdict) {
 
 void expect_no_failures(const std::vector<SimRow>& rows) {
   for (const auto& r : rows)
-    EXPECT_NE(r.verdict, "fail") << r.result << " " << r.quantity << " n=" << cell(r, "n") << " s=" << cell(r, "s")
+    EXPECT_NE(r.verdict, Verdict::fail) << r.result << " " << r.quantity << " n=" << cell(r, "n") << " s=" << cell(r, "s")
                                  << ": " << r.estimate << " vs " << r.theory.value_or(NAN);
 }
 
@@ -63,15 +63,15 @@ std::vector<SimRow> householder_rows(const ScoreTailTheory& theory = paper_score
 TEST(ScoreTail, LevyHoldsAfterMixingAndFailsBefore) {
   const auto rows = householder_rows();
   expect_no_failures(rows);
-  EXPECT_EQ(count_verdict(rows_of(rows, "tail", "60"), "pass"), 3 + 3);  // tail and tail_vs_exact_law
-  EXPECT_EQ(count_verdict(rows_of(rows, "tail_exceeds_levy", "1"), "pass"), 3);
-  EXPECT_EQ(count_verdict(rows_of(rows, "tail_vs_exact_law", "1"), "pass"), 3);  // the one-step law
+  EXPECT_EQ(count_verdict(rows_of(rows, "tail", "60"), Verdict::pass), 3 + 3);  // tail and tail_vs_exact_law
+  EXPECT_EQ(count_verdict(rows_of(rows, "tail_exceeds_levy", "1"), Verdict::pass), 3);
+  EXPECT_EQ(count_verdict(rows_of(rows, "tail_vs_exact_law", "1"), Verdict::pass), 3);  // the one-step law
   // M = 4: the union bound is vacuous (>= 1) at s = 0.4, 0.5, non-vacuous at 0.6.
-  EXPECT_EQ(count_verdict(rows_of(rows, "max_of_M_tail", "60"), "pass"), 1);
-  EXPECT_EQ(count_verdict(rows_of(rows, "max_of_M_tail", "60"), "none"), 2);
-  EXPECT_EQ(count_verdict(rows_of(rows, "far_mass_over_target", "60"), "pass"), 1 + 3);  // + off-event rows
-  EXPECT_EQ(count_verdict(rows_of(rows, "ks_to_haar_score_law", "60"), "pass"), 1);
-  EXPECT_EQ(count_verdict(rows_of(rows, "near_route"), "pass"), 6);
+  EXPECT_EQ(count_verdict(rows_of(rows, "max_of_M_tail", "60"), Verdict::pass), 1);
+  EXPECT_EQ(count_verdict(rows_of(rows, "max_of_M_tail", "60"), Verdict::none), 2);
+  EXPECT_EQ(count_verdict(rows_of(rows, "far_mass_over_target", "60"), Verdict::pass), 1 + 3);  // + off-event rows
+  EXPECT_EQ(count_verdict(rows_of(rows, "ks_to_haar_score_law", "60"), Verdict::pass), 1);
+  EXPECT_EQ(count_verdict(rows_of(rows, "near_route"), Verdict::pass), 6);
 }
 
 // Planted: the Levy exponent (d-1)/2 quadrupled, 2 exp(-2(d-1)s^2) = 1.1e-3 at
@@ -80,8 +80,8 @@ TEST(ScoreTail, PlantedTooSmallLevyBoundFails) {
   ScoreTailTheory planted = paper_score_tail_theory();
   planted.levy = [](int d, double s) { return 2 * std::exp(-2.0 * (d - 1) * s * s); };
   const auto rows = householder_rows(planted);
-  EXPECT_GE(count_verdict(rows_of(rows, "tail", "60"), "fail"), 2);
-  EXPECT_GE(count_verdict(rows_of(rows, "max_of_M_tail", "60"), "fail"), 2);
+  EXPECT_GE(count_verdict(rows_of(rows, "tail", "60"), Verdict::fail), 2);
+  EXPECT_GE(count_verdict(rows_of(rows, "max_of_M_tail", "60"), Verdict::fail), 2);
 }
 
 // Planted: the Haar law of dimension d/2 (variance 2/d) as the exact tail.
@@ -89,9 +89,9 @@ TEST(ScoreTail, PlantedWrongHaarLawFails) {
   ScoreTailTheory planted = paper_score_tail_theory();
   planted.haar_tail = [](int d, double s) { return theory::haar_score_tail(d / 2, s); };
   auto law = make_step_law(params_for("haar", {{"d", "16"}}));
-  EXPECT_EQ(count_verdict(score_tail_rows(*law, {1}, {0.4, 0.5}, 2, small(20000)), "fail"), 0);
+  EXPECT_EQ(count_verdict(score_tail_rows(*law, {1}, {0.4, 0.5}, 2, small(20000)), Verdict::fail), 0);
   EXPECT_EQ(count_verdict(rows_of(score_tail_rows(*law, {1}, {0.4, 0.5}, 2, small(20000), planted), "tail_vs_exact_law"),
-                          "fail"),
+                          Verdict::fail),
             2);
 }
 
@@ -102,8 +102,8 @@ TEST(ScoreTail, CoordinateNormalsBreakLevy) {
   const auto rows = score_tail_rows(*law, {1, 40}, {0.6, 0.9}, 2, small(4000));
   expect_no_failures(rows);
   // At n = 40 the tail is 0.50 < Levy 0.57 at s = 0.6: no violation there.
-  EXPECT_EQ(count_verdict(rows_of(rows, "tail_exceeds_levy"), "pass"), 3);
-  EXPECT_EQ(count_verdict(rows_of(rows, "tail_vs_exact_law"), "pass"), 4);
+  EXPECT_EQ(count_verdict(rows_of(rows, "tail_exceeds_levy"), Verdict::pass), 3);
+  EXPECT_EQ(count_verdict(rows_of(rows, "tail_vs_exact_law"), Verdict::pass), 4);
   EXPECT_EQ(rows_of(rows, "tail_exceeds_levy")[0].result, "Remark 3");
 }
 
@@ -112,7 +112,7 @@ TEST(ScoreTail, PlantedClaimThatCoordinateNormalsMixFails) {
   PlantedLaw law(make_step_law(params_for("householder", {{"d", "8"}, {"normals", "coordinate"}})));
   law.limit_ = HaarLimit::yes;
   const auto rows = score_tail_rows(law, {1, 40}, {0.9}, 2, small(4000));
-  EXPECT_EQ(rows_of(rows, "ks_to_haar_score_law", "40")[0].verdict, "fail");
+  EXPECT_EQ(rows_of(rows, "ks_to_haar_score_law", "40")[0].verdict, Verdict::fail);
 }
 
 // Theorem 2 on SO(2) blocks (d = 64, a = 1): E S_n = (sin 1)^n, Hoeffding
@@ -125,9 +125,9 @@ std::vector<SimRow> so2_rows(const ScoreTailTheory& theory = paper_score_tail_th
 TEST(ScoreTail, HoeffdingHoldsAndMeanMatches) {
   const auto rows = so2_rows();
   expect_no_failures(rows);
-  EXPECT_EQ(count_verdict(rows_of(rows, "mean_score"), "pass"), 3);
-  EXPECT_GE(count_verdict(rows_of(rows, "tail"), "pass"), 6);
-  EXPECT_EQ(count_verdict(rows_of(rows, "near_route"), "pass"), 6);
+  EXPECT_EQ(count_verdict(rows_of(rows, "mean_score"), Verdict::pass), 3);
+  EXPECT_GE(count_verdict(rows_of(rows, "tail"), Verdict::pass), 6);
+  EXPECT_EQ(count_verdict(rows_of(rows, "near_route"), Verdict::pass), 6);
   EXPECT_EQ(rows_of(rows, "tail")[0].result, "Theorem 2(b)");
 }
 
@@ -137,14 +137,14 @@ TEST(ScoreTail, HoeffdingHoldsAndMeanMatches) {
 TEST(ScoreTail, PlantedHoeffdingRateDFails) {
   ScoreTailTheory planted = paper_score_tail_theory();
   planted.hoeffding = [](int blocks, double t) { return t <= 0 ? 1.0 : std::exp(-2.0 * blocks * t * t); };
-  EXPECT_GE(count_verdict(rows_of(so2_rows(planted), "tail"), "fail"), 1);
+  EXPECT_GE(count_verdict(rows_of(so2_rows(planted), "tail"), Verdict::fail), 1);
 }
 
 // Planted: Example 1's cos a in place of sin a / a in E S_n.
 TEST(ScoreTail, PlantedWrongMeanScoreFails) {
   ScoreTailTheory planted = paper_score_tail_theory();
   planted.so2_mean = [](const std::vector<double>& a, double, long long n) { return std::pow(std::cos(a[0]), double(n)); };
-  EXPECT_GE(count_verdict(rows_of(so2_rows(planted), "mean_score"), "fail"), 2);
+  EXPECT_GE(count_verdict(rows_of(so2_rows(planted), "mean_score"), Verdict::fail), 2);
 }
 
 TEST(ScoreTail, SameRowsAtOneAndTwoThreads) {

@@ -32,7 +32,7 @@ SimRow row(const std::vector<SimRow>& rows, const std::string& quantity, const s
 }
 
 void expect_no_failures(const std::vector<SimRow>& rows, const std::string& what) {
-  for (const auto& r : rows) EXPECT_NE(r.verdict, "fail") << what << ": " << r.quantity << " = " << r.estimate;
+  for (const auto& r : rows) EXPECT_NE(r.verdict, Verdict::fail) << what << ": " << r.quantity << " = " << r.estimate;
 }
 
 // ---- spectral-gap ----
@@ -51,7 +51,7 @@ TEST(SpectralGap, ClosedFormsPass) {
   };
   for (const auto& p : cases) {
     const auto rows = spectral_gap_rows(*make_step_law(p), small(40000));
-    EXPECT_EQ(row(rows, "beta").verdict, "pass") << p.at("family") << " d=" << p.at("d");
+    EXPECT_EQ(row(rows, "beta").verdict, Verdict::pass) << p.at("family") << " d=" << p.at("d");
   }
 }
 
@@ -61,14 +61,14 @@ TEST(SpectralGap, PlantedWrongHouseholderMeanFails) {
   const int d = 5;
   PlantedLaw law(make_step_law(params_for("householder", {{"d", "5"}})));
   law.mean_ = Mat((1.0 - 1.0 / d) * Mat::Identity(d, d));
-  EXPECT_EQ(row(spectral_gap_rows(law, small(40000)), "beta").verdict, "fail");
+  EXPECT_EQ(row(spectral_gap_rows(law, small(40000)), "beta").verdict, Verdict::fail);
 }
 
 // Example 1's planted error: cos a instead of sin a / a (0.30 apart at a = 1).
 TEST(SpectralGap, PlantedWrongSo2MeanFails) {
   PlantedLaw law(make_step_law(params_for("so2", {{"d", "2"}, {"a", "1"}})));
   law.mean_ = Mat(std::cos(1.0) * Mat::Identity(2, 2));
-  EXPECT_EQ(row(spectral_gap_rows(law, small(20000)), "beta").verdict, "fail");
+  EXPECT_EQ(row(spectral_gap_rows(law, small(20000)), "beta").verdict, Verdict::fail);
 }
 
 // Example 3's planted error: 1 - (1 - sin a/a)/d, 0.0198 away at d = 8, a = 1;
@@ -76,7 +76,7 @@ TEST(SpectralGap, PlantedWrongSo2MeanFails) {
 TEST(SpectralGap, PlantedWrongGivensMeanFails) {
   PlantedLaw law(make_step_law(params_for("givens", {{"d", "8"}, {"a", "1"}})));
   law.mean_ = Mat((1.0 - (1.0 - std::sin(1.0)) / 8.0) * Mat::Identity(8, 8));
-  EXPECT_EQ(row(spectral_gap_rows(law, small(100000)), "beta").verdict, "fail");
+  EXPECT_EQ(row(spectral_gap_rows(law, small(100000)), "beta").verdict, Verdict::fail);
 }
 
 // The split-sample norm is not biased up by noise where E M = 0 (Haar), unlike
@@ -111,7 +111,7 @@ TEST(MomentDecay, PlantedTooSmallGapFails) {
   PlantedLaw law(make_step_law(params_for("householder", {{"d", "8"}})));
   law.gap_ = 0.8 * 0.75;
   const auto rows = moment_decay_rows(law, {1, 4}, {0.1}, small(20000));
-  EXPECT_EQ(row(rows, "norm_mean_product", "4").verdict, "fail");
+  EXPECT_EQ(row(rows, "norm_mean_product", "4").verdict, Verdict::fail);
 }
 
 // Planted: a wrong E M makes the window arithmetic and the entries disagree.
@@ -119,7 +119,7 @@ TEST(MomentDecay, PlantedWrongMeanFailsEntries) {
   PlantedLaw law(make_step_law(params_for("so2", {{"d", "2"}, {"a", "1"}})));
   law.mean_ = Mat(std::cos(1.0) * Mat::Identity(2, 2));
   const auto rows = moment_decay_rows(law, {1, 4}, {0.1}, small(20000));
-  EXPECT_EQ(row(rows, "max_entry_z_vs_power_of_mean", "4").verdict, "fail");
+  EXPECT_EQ(row(rows, "max_entry_z_vs_power_of_mean", "4").verdict, Verdict::fail);
 }
 
 // ---- haar-mixing ----
@@ -128,7 +128,7 @@ TEST(HaarMixing, UniformNormalsMixAndMomentsMatchProposition2) {
   auto law = make_step_law(params_for("householder", {{"d", "6"}}));
   const auto rows = haar_mixing_rows(*law, {1, 5, 40}, small(8000));
   expect_no_failures(rows, "householder d=6");
-  EXPECT_EQ(row(rows, "first_n_indistinguishable_from_haar").verdict, "pass");
+  EXPECT_EQ(row(rows, "first_n_indistinguishable_from_haar").verdict, Verdict::pass);
   EXPECT_NEAR(*row(rows, "mean_trace_squared", "5").theory, theory::householder_uniform_trace_moments(6, 5).second, 1e-12);
 }
 
@@ -138,7 +138,7 @@ TEST(HaarMixing, CoordinateNormalsVisiblyFailToMix) {
   auto law = make_step_law(params_for("householder", {{"d", "8"}, {"normals", "coordinate"}}));
   const auto rows = haar_mixing_rows(*law, {1, 10, 40}, small(8000));
   expect_no_failures(rows, "coordinate d=8");
-  EXPECT_EQ(row(rows, "first_n_indistinguishable_from_haar").verdict, "pass");
+  EXPECT_EQ(row(rows, "first_n_indistinguishable_from_haar").verdict, Verdict::pass);
   EXPECT_NEAR(row(rows, "mean_trace_squared", "40").estimate, 8.0, 0.3);
 }
 
@@ -146,7 +146,7 @@ TEST(HaarMixing, CoordinateNormalsVisiblyFailToMix) {
 TEST(HaarMixing, PlantedClaimThatCoordinateNormalsMixFails) {
   PlantedLaw law(make_step_law(params_for("householder", {{"d", "8"}, {"normals", "coordinate"}})));
   law.limit_ = HaarLimit::yes;
-  EXPECT_EQ(row(haar_mixing_rows(law, {1, 40}, small(8000)), "first_n_indistinguishable_from_haar").verdict, "fail");
+  EXPECT_EQ(row(haar_mixing_rows(law, {1, 40}, small(8000)), "first_n_indistinguishable_from_haar").verdict, Verdict::fail);
 }
 
 // Planted: Proposition 2's second moment for coordinate normals (the two laws
@@ -155,8 +155,8 @@ TEST(HaarMixing, PlantedWrongSecondMomentFails) {
   PlantedLaw law(make_step_law(params_for("householder", {{"d", "8"}, {"normals", "coordinate"}})));
   law.second_ = theory::householder_uniform_second_moment(8);
   const auto rows = haar_mixing_rows(law, {10, 40}, small(8000));
-  EXPECT_EQ(row(rows, "mean_trace", "40").verdict, "pass");
-  EXPECT_EQ(row(rows, "mean_trace_squared", "40").verdict, "fail");
+  EXPECT_EQ(row(rows, "mean_trace", "40").verdict, Verdict::pass);
+  EXPECT_EQ(row(rows, "mean_trace_squared", "40").verdict, Verdict::fail);
 }
 
 // The determinant component of a fixed det -1 law alternates.

@@ -20,10 +20,10 @@ SimContext small(long long samples) {
 }
 
 // A copy: callers pass the rows of a call, a temporary that dies with the statement.
-SimRow row(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& kind) {
+SimRow row(const std::vector<SimRow>& rows, const std::string& quantity, Kind kind) {
   for (const auto& r : rows)
     if (r.quantity == quantity && r.kind == kind) return r;
-  throw std::runtime_error("no row " + quantity + " " + kind);
+  throw std::runtime_error("no row " + quantity + " " + to_string(kind));
 }
 
 SoftmaxScalePoint point(int K, long long M, double rho, double a, double gap) {
@@ -38,7 +38,7 @@ SoftmaxScalePoint point(int K, long long M, double rho, double a, double gap) {
 // lambda g >= 9.8522; there the extremal configuration gives rho = 0.05, a = 0.00158.
 TEST(SoftmaxScale, ReferenceExample) {
   const auto rows = softmax_scale_rows(SoftmaxScaleTheory{}, point(1, 1000, 0.05, 0.01, 1.0), small(50));
-  const double lambda = row(rows, "extremal_smallest_lambda", "exact").estimate;
+  const double lambda = row(rows, "extremal_smallest_lambda", Kind::exact).estimate;
   EXPECT_NEAR(lambda, 9.8522, 1e-4);
   EXPECT_NEAR(lambda, theory::prop1_required_lambda_gap(1000, 1, 0.05, 0.01), 1e-12);
   FarMassAccumulator acc;
@@ -46,19 +46,19 @@ TEST(SoftmaxScale, ReferenceExample) {
   for (int j = 0; j < 1000; ++j) acc.add_far(0.0);
   EXPECT_NEAR(acc.far_mass(), 0.05, 1e-12);
   EXPECT_NEAR(acc.far_norm(), 0.00158, 1e-5);
-  for (const auto& r : rows) EXPECT_NE(r.verdict, "fail") << r.quantity;
+  for (const auto& r : rows) EXPECT_NE(r.verdict, Verdict::fail) << r.quantity;
 }
 
 // With a* = 0.001 the a term binds; at the extremal configuration the exact
 // smallest lambda is then strictly below B.4's (sufficient) threshold.
 TEST(SoftmaxScale, ATermBindingSeparatesExactFromThreshold) {
   const auto rows = softmax_scale_rows(SoftmaxScaleTheory{}, point(2, 1000, 0.05, 0.001, 0.5), small(100));
-  for (const auto& r : rows) EXPECT_NE(r.verdict, "fail") << r.quantity << " = " << r.estimate;
-  const auto& exact = row(rows, "extremal_smallest_lambda", "exact");
-  const auto& threshold = row(rows, "required_lambda", "trend");
+  for (const auto& r : rows) EXPECT_NE(r.verdict, Verdict::fail) << r.quantity << " = " << r.estimate;
+  const auto& exact = row(rows, "extremal_smallest_lambda", Kind::exact);
+  const auto& threshold = row(rows, "required_lambda", Kind::trend);
   EXPECT_LT(exact.estimate, threshold.estimate - 0.01);
-  EXPECT_GT(row(rows, "required_lambda_a_term", "trend").estimate, row(rows, "required_lambda_rho_term", "trend").estimate);
-  EXPECT_LE(row(rows, "random_smallest_lambda_all_instances", "upper").estimate, threshold.estimate);
+  EXPECT_GT(row(rows, "required_lambda_a_term", Kind::trend).estimate, row(rows, "required_lambda_rho_term", Kind::trend).estimate);
+  EXPECT_LE(row(rows, "random_smallest_lambda_all_instances", Kind::upper).estimate, threshold.estimate);
 }
 
 // A near and a far score one apart: rho = a = 1/(1 + e^lambda) <= rho* iff
@@ -79,9 +79,9 @@ TEST(SoftmaxScale, PlantedWrongThresholdFails) {
   };
   wrong.extremal_lambda_gap = wrong.required_lambda_gap;
   const auto rows = softmax_scale_rows(wrong, point(1, 1000, 0.05, 0.01, 0.5), small(200));
-  EXPECT_EQ(row(rows, "extremal_smallest_lambda", "upper").verdict, "fail");
-  EXPECT_EQ(row(rows, "extremal_smallest_lambda", "exact").verdict, "fail");
-  EXPECT_EQ(row(rows, "random_smallest_lambda_all_instances", "upper").verdict, "fail");
+  EXPECT_EQ(row(rows, "extremal_smallest_lambda", Kind::upper).verdict, Verdict::fail);
+  EXPECT_EQ(row(rows, "extremal_smallest_lambda", Kind::exact).verdict, Verdict::fail);
+  EXPECT_EQ(row(rows, "random_smallest_lambda_all_instances", Kind::upper).verdict, Verdict::fail);
 }
 
 TEST(SoftmaxScale, BadInputForEveryFlag) {
