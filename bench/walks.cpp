@@ -30,7 +30,7 @@
 
 #include "groups/haar.h"
 #include "groups/householder.h"
-#include "groups/householder_wy.h"
+#include "bench/householder_wy.h"
 #include "groups/so2_phases.h"
 #include "groups/walk.h"
 #include "rng/stream.h"

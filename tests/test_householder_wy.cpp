@@ -1,10 +1,10 @@
-// Compact-WY products of Householder reflections (lib/groups/householder_wy.h)
+// Compact-WY products of Householder reflections (bench/householder_wy.h)
 // against the plain product, one reflection at a time.
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "groups/householder_wy.h"
+#include "bench/householder_wy.h"
 #include "groups/walk.h"
 
 using namespace routelab;

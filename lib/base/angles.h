@@ -1,6 +1,10 @@
 // Angles shared by the step laws, the theory and the transformer, so that
 // each exists once: RoPE's frequency table and the wraps to [-pi, pi] that
-// come before sin and cos (a huge argument loses digits there).
+// come before sin and cos (a huge argument loses digits there). There are
+// three wraps because three streams of results were first computed with
+// them and their bytes are kept: wrap_angle (the step laws' accumulated
+// angles, theory), wrap_remainder (the transformer, host and device alike),
+// wrap_phase (the SO(2) phase walks on host and device, FMA-exact).
 #pragma once
 
 #include <cmath>
@@ -23,5 +27,18 @@ double wrap_angle(double theta);
 // that agrees on both sides wraps to the same double (glibc and CUDA both
 // compute remainder exactly).
 ROUTELAB_HOST_DEVICE inline double wrap_remainder(double x) { return remainder(x, 2.0 * 3.14159265358979323846); }
+
+// Reduce x to about [-pi, pi] as x - k 2pi, k = round(x / 2pi), with 2pi
+// split into two doubles (hi + lo carries about 106 bits of it) and each part
+// subtracted by a fused multiply-add, whose single rounding makes x - k hi
+// exact to half an ulp of pi. The result is within a few ulps of pi of the
+// true remainder for |x| up to about 2^40 (past that, wrap_angle).
+ROUTELAB_HOST_DEVICE inline double wrap_phase(double x) {
+  constexpr double inv_two_pi = 0.15915494309189535;
+  constexpr double two_pi_hi = 6.283185307179586;        // 2pi rounded to double
+  constexpr double two_pi_lo = 2.4492935982947064e-16;   // 2pi - two_pi_hi
+  const double k = ::nearbyint(x * inv_two_pi);
+  return ::fma(-k, two_pi_lo, ::fma(-k, two_pi_hi, x));
+}
 
 }  // namespace routelab

@@ -55,6 +55,6 @@ void so2_mean_cos_at_walks(const So2Blocks& law, uint64_t seed, uint64_t stream0
 // libmvec; theta must already be wrapped to about [-pi, pi].
 void cos_weighted_rows(const double* theta, int rows, int B, const double* w, double* S);
 
-// wrap_phase (groups/step_kernels.h) reduces the phases mod 2 pi.
+// wrap_phase (base/angles.h) reduces the phases mod 2 pi.
 
 }  // namespace routelab

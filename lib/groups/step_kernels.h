@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "base/angles.h"
 #include "rng/stream.h"
 
 namespace routelab {
@@ -54,18 +55,6 @@ ROUTELAB_HOST_DEVICE inline void draw_normals(Stream& s, V v, int n) {
   for (int i = 0; i < n; ++i) v[i] = s.normal();
 }
 
-// Reduce x to about [-pi, pi] as x - k 2pi, k = round(x / 2pi), with 2pi
-// split into two doubles (hi + lo carries about 106 bits of it) and each part
-// subtracted by a fused multiply-add, whose single rounding makes x - k hi
-// exact to half an ulp of pi. The result is within a few ulps of pi of the
-// true remainder for |x| up to about 2^40 (past that, wrap_angle).
-ROUTELAB_HOST_DEVICE inline double wrap_phase(double x) {
-  constexpr double inv_two_pi = 0.15915494309189535;
-  constexpr double two_pi_hi = 6.283185307179586;        // 2pi rounded to double
-  constexpr double two_pi_lo = 2.4492935982947064e-16;   // 2pi - two_pi_hi
-  const double k = ::nearbyint(x * inv_two_pi);
-  return ::fma(-k, two_pi_lo, ::fma(-k, two_pi_hi, x));
-}
 
 // ---------------------------------------------------------------------------
 // SO(2) blocks (Example 1): step[b] = omega + U[-a_b, a_b], b < B.

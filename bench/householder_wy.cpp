@@ -1,4 +1,4 @@
-#include "groups/householder_wy.h"
+#include "bench/householder_wy.h"
 
 #include <algorithm>
 
