@@ -14,7 +14,7 @@
 //    and never off the event {max_j score_j >= s}.
 //
 // When Theorem 5(b) is claimed. The bound holds only after mixing (n >=
-// w^TV_eps, CATALOGUE §5.5). We claim it, with the TV slack eps taken as 0, at
+// w^TV_eps, docs/theory.md#calibration item 5). We claim it, with the TV slack eps taken as 0, at
 // every n where a law that mixes (Proposition 2, Lemma 1: haar_limit) is
 // indistinguishable from Haar by KS at this N (critical value at the z = 5
 // false-failure rate). The longest --n is the caller's assertion that the walk
@@ -75,7 +75,7 @@ ScoreTailTheory paper_score_tail_theory() {
 
 namespace {
 
-// Theorem 5(a) / 2(a) is deterministic: >= 1e5 instances per radius (CATALOGUE §2).
+// Theorem 5(a) / 2(a) is deterministic: >= 1e5 instances per radius (docs/theory.md#statistical-protocol).
 constexpr long long kNearInstances = 100000;
 constexpr double kNearRadii[] = {0.1, 0.5, 0.9};
 // Stream purposes within one sample index.
