@@ -24,14 +24,14 @@ namespace routelab {
 // only ever meets another vpmuludq or a xor whose upper half is junk too), so
 // a round is two multiplies, two shifts and two xors with no blends.
 struct PhiloxLanes {
-  __m512i m0 = _mm512_set1_epi64(0xD2511F53u), m1 = _mm512_set1_epi64(0xCD9E8D57u);
+  __m512i m0 = _mm512_set1_epi64(kPhiloxMul0), m1 = _mm512_set1_epi64(kPhiloxMul1);
   __m512i stream, stream_hi, ka[10], kb[10];
   PhiloxLanes(uint64_t seed, uint64_t stream0)
       : stream(_mm512_add_epi64(_mm512_set1_epi64((long long)stream0), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7))),
         stream_hi(_mm512_maskz_srli_epi64(0xFF, stream, 32)) {  // maskz: GCC 12 warns on the plain form here
     for (int r = 0; r < 10; ++r) {
-      ka[r] = _mm512_set1_epi32(int(uint32_t(seed) + uint32_t(r) * 0x9E3779B9u));
-      kb[r] = _mm512_set1_epi32(int(uint32_t(seed >> 32) + uint32_t(r) * 0xBB67AE85u));
+      ka[r] = _mm512_set1_epi32(int(philox_round_key0(seed, r)));
+      kb[r] = _mm512_set1_epi32(int(philox_round_key1(seed, r)));
     }
   }
   // Blocks `block` .. `block + kBlocks - 1` of every lane's stream: block
