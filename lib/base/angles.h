@@ -33,12 +33,13 @@ ROUTELAB_HOST_DEVICE inline double wrap_remainder(double x) { return remainder(x
 // subtracted by a fused multiply-add, whose single rounding makes x - k hi
 // exact to half an ulp of pi. The result is within a few ulps of pi of the
 // true remainder for |x| up to about 2^40 (past that, wrap_angle).
+// (so2_phases.cpp's eight-lane copy uses the same constants.)
+constexpr double kInvTwoPi = 0.15915494309189535;
+constexpr double kTwoPiHi = 6.283185307179586;       // 2pi rounded to double
+constexpr double kTwoPiLo = 2.4492935982947064e-16;  // 2pi - kTwoPiHi
 ROUTELAB_HOST_DEVICE inline double wrap_phase(double x) {
-  constexpr double inv_two_pi = 0.15915494309189535;
-  constexpr double two_pi_hi = 6.283185307179586;        // 2pi rounded to double
-  constexpr double two_pi_lo = 2.4492935982947064e-16;   // 2pi - two_pi_hi
-  const double k = ::nearbyint(x * inv_two_pi);
-  return ::fma(-k, two_pi_lo, ::fma(-k, two_pi_hi, x));
+  const double k = ::nearbyint(x * kInvTwoPi);
+  return ::fma(-k, kTwoPiLo, ::fma(-k, kTwoPiHi, x));
 }
 
 }  // namespace routelab

@@ -13,6 +13,15 @@ constexpr int kSteps = 64;
 
 namespace {
 
+// Adding an increment of size |omega| + a to a phase in [-pi, pi] would
+// round at ulp(|omega|) every step; when it can exceed pi, it is wrapped
+// first.
+bool increments_can_exceed_pi(const So2Blocks& law) {
+  for (double a : law.half_widths())
+    if (std::abs(law.omega()) + a > M_PI) return true;
+  return false;
+}
+
 // The phase recursion, kSteps steps at a time: after each batch of m steps
 // starting at step t0, record(t0, m, th) sees the batch's phase rows.
 template <class Record>
@@ -24,10 +33,7 @@ void phase_batches(const So2Blocks& law, Stream& s, long long n, double* theta, 
   // the same expression here gives the same increment.
   buf.lo.resize(B), buf.width.resize(B), buf.u.resize(std::size_t(kSteps) * B), buf.th.resize(std::size_t(kSteps) * B);
   double *lo = buf.lo.data(), *width = buf.width.data(), *u = buf.u.data(), *th = buf.th.data();
-  // Adding an increment of size |omega| + a to a phase in [-pi, pi] would
-  // round at ulp(|omega|) every step; when it can exceed pi, wrap it first.
-  bool big = false;
-  for (int b = 0; b < B; ++b) big |= std::abs(omega) + law.half_widths()[b] > M_PI;
+  const bool big = increments_can_exceed_pi(law);
   for (int b = 0; b < B; ++b) {
     const double a = law.half_widths()[b];
     lo[b] = -a;
@@ -83,10 +89,9 @@ namespace {
 
 #if defined(__AVX512F__)
 inline __m512d wrap_phase8(__m512d x) {  // wrap_phase, eight at a time
-  const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(0.15915494309189535)),
+  const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(kInvTwoPi)),
                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  return _mm512_fnmadd_pd(k, _mm512_set1_pd(2.4492935982947064e-16),
-                          _mm512_fnmadd_pd(k, _mm512_set1_pd(6.283185307179586), x));
+  return _mm512_fnmadd_pd(k, _mm512_set1_pd(kTwoPiLo), _mm512_fnmadd_pd(k, _mm512_set1_pd(kTwoPiHi), x));
 }
 
 // How phase_batches forms an increment: lo + width u (one fused
@@ -158,17 +163,18 @@ void so2_mean_cos_at_walks(const So2Blocks& law, uint64_t seed, uint64_t stream0
                            const long long* ns, int count, double* out, So2WalkScratch& buf) {
 #if defined(__AVX512F__)
   const int B = law.blocks();
-  bool big = false, exact = true;  // big as in phase_batches
+  bool exact = true;
   buf.lo.resize(B), buf.width.resize(B), buf.rows.resize(std::size_t(8) * B), buf.S.resize(8);
   buf.weight.assign(B, 1.0 / B);
   for (int b = 0; b < B; ++b) {
     const double a = law.half_widths()[b];
-    big |= std::abs(law.omega()) + a > M_PI;
     buf.lo[b] = -a;
     buf.width[b] = (a - (-a)) * 0x1.0p-53;
     exact &= buf.width[b] * 0x1.0p53 == a - (-a);  // not subnormal
   }
-  const Increment inc = big ? Increment::wrapped : law.omega() != 0 ? Increment::drift : Increment::no_drift;
+  const Increment inc = increments_can_exceed_pi(law) ? Increment::wrapped
+                        : law.omega() != 0             ? Increment::drift
+                                                       : Increment::no_drift;
   for (long long w = 0; w < walks && exact; w += 8) {
     const PhiloxLanes gen(seed, stream0 + uint64_t(w));
     const int lanes = int(std::min<long long>(8, walks - w));
