@@ -115,9 +115,6 @@ struct CudaOps {
   uint64_t pass;
   int first_b;
 
-  nn::AttentionShape shape() const {
-    return {model.B_, model.T_, model.config_.heads, model.config_.head_dim()};
-  }
   nn::ScoreBias<float> score_bias(const float* cum) const { return model.score_bias(cum); }
 
   template <class... A> void encoder_forward(A&&... a) { cuda::encoder_forward(std::forward<A>(a)...); }
@@ -152,14 +149,14 @@ struct CudaOps {
   }
 
   void layer_angles(Layer& L, const nn::LayerParams&, int l) { model.layer_angles(L.cs, L.psi, L.ln1, l, pass, first_b); }
-  void watch_attention(int, const Layer&) {}
-  void householder_attention_forward(Layer& L, int) {
-    cuda::householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, model.scheme_.values, shape(),
+  void watch_attention(int, const Layer&, nn::AttentionShape) {}
+  void householder_attention_forward(Layer& L, int, nn::AttentionShape shape) {
+    cuda::householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, model.scheme_.values, shape,
                                         model.hh_scratch_);
   }
-  void householder_attention_backward(Layer& D, const Layer& L, int) {
+  void householder_attention_backward(Layer& D, const Layer& L, int, nn::AttentionShape shape) {
     cuda::householder_attention_backward(D.q, D.k, D.v, D.hw, D.hbeta, D.o, L.q, L.k, L.v, L.hw, L.hbeta,
-                                         model.scheme_.values, shape(), model.hh_scratch_);
+                                         model.scheme_.values, shape, model.hh_scratch_);
   }
   void zero_dtheta() { CUDA_CHECK(cudaMemset(model.dtheta_.data(), 0, model.dtheta_.size() * sizeof(double))); }
   void angles_backward(float* dincrements, const double* dtheta) {

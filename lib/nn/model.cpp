@@ -225,7 +225,7 @@ struct CpuOps {
   const SchemeInfo& scheme;
   AngleSource<R>* angles;
   std::vector<double>& theta;  // forward: the layer's angles; backward: d loss / d theta
-  ScoreBias<R> bias;           // the scheme's slopes; cum filled per layer
+  const std::vector<double>& slopes;  // ALiBi's, empty otherwise
   const R* P;
   const int* tokens;
   int B, T;
@@ -235,8 +235,9 @@ struct CpuOps {
   const typename Model<R>::AttentionObserver* observer;
   const typename Model<R>::AngleObserver* angle_observer;
 
-  AttentionShape shape() const { return {B, T, m.heads, m.head_dim()}; }
-  ScoreBias<R> score_bias(const R* cum) const { return {bias.slopes, scheme.forget ? cum : nullptr}; }
+  ScoreBias<R> score_bias(const R* cum) const {
+    return {slopes.empty() ? nullptr : slopes.data(), scheme.forget ? cum : nullptr};
+  }
 
   template <class... A> void encoder_forward(A&&... a) { nn::encoder_forward(std::forward<A>(a)...); }
   template <class... A> void encoder_backward(A&&... a) { nn::encoder_backward(std::forward<A>(a)...); }
@@ -279,18 +280,18 @@ struct CpuOps {
       L.cs[2 * i + 1] = R(std::sin(theta[i]));
     }
   }
-  void watch_attention(int l, const Layer& L) {
+  void watch_attention(int l, const Layer& L, AttentionShape shape) {
     if (*observer)
       (*observer)(l, L.q, L.k, score_bias(L.cum), scheme.householder ? L.hw : nullptr,
-                  scheme.householder ? L.hbeta : nullptr, shape());
+                  scheme.householder ? L.hbeta : nullptr, shape);
   }
-  void householder_attention_forward(Layer& L, int l) {
-    nn::householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, scheme.values, shape(),
+  void householder_attention_forward(Layer& L, int l, AttentionShape shape) {
+    nn::householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, scheme.values, shape,
                                       HouseholderPath::blocked, 0, hh_cache ? (*hh_cache)[l].get() : nullptr);
   }
-  void householder_attention_backward(Layer& D, const Layer& L, int l) {
+  void householder_attention_backward(Layer& D, const Layer& L, int l, AttentionShape shape) {
     nn::householder_attention_backward(D.q, D.k, D.v, D.hw, D.hbeta, D.o, L.q, L.k, L.v, L.hw, L.hbeta,
-                                       scheme.values, shape(), HouseholderPath::blocked, 0, (*hh_cache)[l].get());
+                                       scheme.values, shape, HouseholderPath::blocked, 0, (*hh_cache)[l].get());
   }
   void zero_dtheta() { std::fill(theta.begin(), theta.end(), 0.0); }
   void angles_backward(R* dincrements, const double* dtheta) {
@@ -311,8 +312,9 @@ double Model<R>::forward(const int* tokens, const int* targets, int B, int T, ui
   targets_.assign(targets, targets + N);
   B_ = B, T_ = T;
   if (angles_) theta_.resize(std::size_t(N) * nb);
-  CpuOps<R> ops{m,         scheme_, angles_.get(), theta_,  score_bias(nullptr), params.data(), tokens, B, T, pass,
-                first_b,   train ? &hh_cache_ : nullptr, &observer_, &angle_observer_};
+  CpuOps<R> ops{.m = m, .scheme = scheme_, .angles = angles_.get(), .theta = theta_, .slopes = slopes_,
+                .P = params.data(), .tokens = tokens, .B = B, .T = T, .pass = pass, .first_b = first_b,
+                .hh_cache = train ? &hh_cache_ : nullptr, .observer = &observer_, .angle_observer = &angle_observer_};
   model_forward(ops, m, scheme_, tensors_, a, params.data(), tokens, targets, B, T);
   double sum = 0;
   for (int64_t n = 0; n < N; ++n) sum += double(a.losses[n]);
@@ -332,15 +334,11 @@ void Model<R>::backward() {
   std::fill(grads.begin(), grads.end(), R(0));
   const bool trained_angles = angles_ && angles_->trained();
   if (trained_angles) dtheta_.assign(std::size_t(N) * (m.head_dim() / 2), 0.0);
-  CpuOps<R> ops{m,  scheme_, angles_.get(), dtheta_,    score_bias(nullptr), params.data(), tokens_.data(), B, T, 0,
-                0,  &hh_cache_, &observer_, &angle_observer_};
+  CpuOps<R> ops{.m = m, .scheme = scheme_, .angles = angles_.get(), .theta = dtheta_, .slopes = slopes_,
+                .P = params.data(), .tokens = tokens_.data(), .B = B, .T = T, .pass = 0, .first_b = 0,
+                .hh_cache = &hh_cache_, .observer = &observer_, .angle_observer = &angle_observer_};
   model_backward(ops, m, scheme_, tensors_, a, g, params.data(), grads.data(), trained_angles ? dtheta_.data() : nullptr,
                  tokens_.data(), targets_.data(), B, T);
-}
-
-template <class R>
-ScoreBias<R> Model<R>::score_bias(const R* cum) const {
-  return {slopes_.empty() ? nullptr : slopes_.data(), scheme_.forget ? cum : nullptr};
 }
 
 template <class R>

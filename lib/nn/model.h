@@ -130,7 +130,6 @@ class Model {
 
  private:
   struct Arena;
-  ScoreBias<R> score_bias(const R* cum) const;
   ModelConfig config_;
   uint64_t seed_;
   SchemeInfo scheme_;

@@ -19,8 +19,8 @@
 //   score_bias(cum): the scheme's ScoreBias;
 //   layer_angles(L, lp, l): layer l's (cos, sin) into L.cs (projected angles
 //     first compute L.psi from L.ln1);
-//   watch_attention(l, L): sees q, k and the steps before attention;
-//   householder_attention_forward(L, l) / _backward(D, L, l);
+//   watch_attention(l, L, shape): sees q, k and the steps before attention;
+//   householder_attention_forward(L, l, shape) / _backward(D, L, l, shape);
 //   zero_dtheta(), angles_backward(dincrements, dtheta): d loss / d the
 //     layer's increments (table rows or psi) from d loss / d theta.
 #pragma once
@@ -62,9 +62,9 @@ void model_forward(Ops& ops, const ModelConfig& m, const SchemeInfo& scheme, con
     }
     const R* cs = rotary ? L.cs : nullptr;
     ops.split_heads_forward(L.q, L.k, L.v, L.qkv, cs, scheme.values, shape);
-    ops.watch_attention(l, L);
+    ops.watch_attention(l, L, shape);
     if (scheme.householder)
-      ops.householder_attention_forward(L, l);
+      ops.householder_attention_forward(L, l, shape);
     else
       ops.attention_forward(L.o, L.lse, L.q, L.k, L.v, ops.score_bias(L.cum), shape);
     ops.merge_heads_forward(L.atty, L.o, scheme.values ? cs : nullptr, shape);
@@ -123,7 +123,7 @@ void model_backward(Ops& ops, const ModelConfig& m, const SchemeInfo& scheme, co
     if (dtheta) ops.zero_dtheta();
     ops.merge_heads_backward(D.o, dtheta, D.atty, L.atty, scheme.values ? cs : nullptr, shape);
     if (scheme.householder) {
-      ops.householder_attention_backward(D, L, l);
+      ops.householder_attention_backward(D, L, l, shape);
       ops.householder_steps_backward(D.hz, path_beta ? D.hr : nullptr, D.hw, D.hbeta, L.hz, L.hbeta, shape);
       ops.matmul_backward(D.ln1, G + lp.hhw, G + lp.hhb, D.hz, L.ln1, P + lp.hhw, N, int(C), int(C));
       if (path_beta)
