@@ -353,6 +353,19 @@ std::string csv_with_suffix(const std::string& csv, const std::string& suffix) {
 std::string positions_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-positions.csv"); }
 std::string passkey_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-passkey.csv"); }
 
+Checkpoint load_run_checkpoint(const std::string& run_dir, const RunConfig& c) {
+  const std::string path = checkpoint_path(run_dir);
+  if (!fs::exists(path))
+    throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", run_dir));
+  Checkpoint ck = load_checkpoint(path);
+  require_same_config(ck, c, path);
+  const ParamTensor& last = param_layout(c.model).back();
+  if (ck.params.size() != last.offset + last.size)
+    throw CheckpointError(fmt::format("checkpoint {} holds {} parameters, its configuration {}", path,
+                                      ck.params.size(), last.offset + last.size));
+  return ck;
+}
+
 TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengths_text) {
   TrainedRun r;
   r.config = load_run_dir_config(run_dir);
@@ -361,10 +374,7 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengt
   } catch (const std::invalid_argument& e) {
     throw ConfigError(std::string("--lengths: ") + e.what());
   }
-  if (!fs::exists(checkpoint_path(run_dir)))
-    throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", run_dir));
-  const Checkpoint ck = load_checkpoint(checkpoint_path(run_dir));
-  require_same_config(ck, r.config, checkpoint_path(run_dir));
+  const Checkpoint ck = load_run_checkpoint(run_dir, r.config);
   r.step = ck.step;
   r.corpus = data::load_corpus(r.config.corpus);
   // A window of L bytes predicts L + 1: every length must fit the stream.

@@ -27,6 +27,7 @@
 
 #include "data/brown.h"
 #include "nn/backend.h"
+#include "nn/checkpoint.h"
 #include "nn/config.h"
 #include "nn/model.h"
 
@@ -81,6 +82,10 @@ struct TrainedRun {
   std::vector<int64_t> lengths;
 };
 TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengths_text);
+// The checkpoint of run_dir, whose configuration is c: refused (RunDirError,
+// CheckpointError) when there is none yet, or when it is damaged, of another
+// configuration, or holds another number of parameters than c's model.
+Checkpoint load_run_checkpoint(const std::string& run_dir, const RunConfig& c);
 // The run's model where `backend` puts it (empty: the CPU, driving run.model).
 std::unique_ptr<ModelBackend> trained_run_backend(TrainedRun& run, const BackendFactory& backend);
 

@@ -1,6 +1,5 @@
 #include "nn/export.h"
 
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -10,14 +9,13 @@
 #include "io/safetensors.h"
 #include "io/sha256.h"
 #include "nn/checkpoint.h"
+#include "nn/experiment.h"
 #include "nn/model.h"
 #include "nn/train.h"
 
 namespace routelab::nn {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 // Exported names of one layer's tensors (param_layout's leaf names). qkvw and
 // qkvb split into their q, k and v thirds.
@@ -91,14 +89,7 @@ void export_run(const std::string& run_dir, const std::string& out) {
   files.input(config_path(run_dir));
   files.input(checkpoint_path(run_dir));
   files.output(out, "--out");
-  if (!fs::exists(checkpoint_path(run_dir)))
-    throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", run_dir));
-  const Checkpoint ck = load_checkpoint(checkpoint_path(run_dir));
-  require_same_config(ck, c, checkpoint_path(run_dir));
-  const ParamTensor& last = param_layout(c.model).back();
-  if (ck.params.size() != last.offset + last.size)
-    throw CheckpointError(fmt::format("checkpoint {} holds {} parameters, its configuration {}",
-                                      checkpoint_path(run_dir), ck.params.size(), last.offset + last.size));
+  const Checkpoint ck = load_run_checkpoint(run_dir, c);
   std::ifstream f(checkpoint_path(run_dir), std::ios::binary);
   const std::string file((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   files.set(out, export_safetensors(c, ck.step, sha256_hex(file.data(), file.size()), ck.params));
