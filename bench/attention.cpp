@@ -6,9 +6,10 @@
 // measurement takes about `--seconds`; rounds alternate the methods and the
 // table shows medians and the ratio to rope.
 //
-// Usage: bench_attention [--lengths 128,512] [--rounds R] [--seconds s] [--blocked]
-// --blocked adds a forward-only table: the tiled path against a blocked
-// compact-WY prototype (below), after checking that the two agree.
+// Usage: bench_attention [--lengths 128,512] [--rounds R] [--seconds s]
+//                        [--chunks a,b] [--only rope,householder_qkv]
+// --chunks adds a table of the blocked householder_qkv at each chunk size;
+// --only times the named methods alone (the first is the ratio's base).
 // One thread (OpenMP and Eigen), as bench_walks: see bench/README.md.
 #include <omp.h>
 
@@ -17,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,9 @@ static double now() {
 struct Buffers {
   AttentionShape s;
   std::vector<float> qkv, cs, z, beta_logit, q, k, v, o, lse, w, beta, d_o, dq, dk, dv, dw, dbeta, dqkv, dz, dbl;
+  // The blocked path's chunk products from forward, for backward: as the
+  // model keeps them in training.
+  std::shared_ptr<HouseholderCache<float>> cache = make_householder_cache<float>();
   explicit Buffers(AttentionShape shape) : s(shape) {
     const std::size_t N = std::size_t(s.B) * s.T, C = s.C(), n = N * C, nh = N * s.H;
     Stream rs(1, 0);
@@ -71,10 +76,10 @@ void householder_layer(Buffers& b, bool values, HouseholderPath path, int chunk 
   householder_steps_forward(b.w.data(), b.beta.data(), b.z.data(), b.beta_logit.data(), b.s);
   split_heads_forward(b.q.data(), b.k.data(), b.v.data(), b.qkv.data(), (const float*)nullptr, false, b.s);
   householder_attention_forward(b.o.data(), b.q.data(), b.k.data(), b.v.data(), b.w.data(), b.beta.data(), values,
-                                b.s, path, chunk);
+                                b.s, path, chunk, b.cache.get());
   householder_attention_backward(b.dq.data(), b.dk.data(), b.dv.data(), b.dw.data(), b.dbeta.data(), b.d_o.data(),
                                  b.q.data(), b.k.data(), b.v.data(), b.w.data(), b.beta.data(), values, b.s,
-                                 path, chunk);
+                                 path, chunk, b.cache.get());
   householder_steps_backward(b.dz.data(), b.dbl.data(), b.dw.data(), b.dbeta.data(), b.z.data(), b.beta.data(), b.s);
   split_heads_backward(b.dqkv.data(), (double*)nullptr, b.dq.data(), b.dk.data(), b.dv.data(), b.q.data(),
                        b.k.data(), b.v.data(), (const float*)nullptr, false, b.s);
@@ -141,6 +146,7 @@ int main(int argc, char** argv) {
   int rounds = 5;
   double seconds = 1.0;
   std::vector<int> chunks;
+  std::vector<std::string> only;  // method names; empty: all
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 < argc && a == "--lengths") {
@@ -154,6 +160,12 @@ int main(int argc, char** argv) {
       rounds = std::stoi(argv[++i]);
     } else if (i + 1 < argc && a == "--seconds") {
       seconds = std::stod(argv[++i]);
+    } else if (i + 1 < argc && a == "--only") {
+      for (std::string rest = argv[++i]; !rest.empty();) {
+        const std::size_t comma = rest.find(',');
+        only.push_back(rest.substr(0, comma));
+        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+      }
     } else if (i + 1 < argc && a == "--chunks") {
       for (std::string rest = argv[++i]; !rest.empty();) {
         const std::size_t comma = rest.find(',');
@@ -161,7 +173,7 @@ int main(int argc, char** argv) {
         rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
       }
     } else {
-      std::fprintf(stderr, "bench_attention: unknown flag %s; accepts --lengths a,b --rounds R --seconds s --chunks a,b\n",
+      std::fprintf(stderr, "bench_attention: unknown flag %s; accepts --lengths a,b --rounds R --seconds s --chunks a,b --only m,n\n",
                    a.c_str());
       return 2;
     }
@@ -169,15 +181,23 @@ int main(int argc, char** argv) {
   omp_set_num_threads(1);
   Eigen::setNbThreads(1);
   // "tiles": the reference path, 16 query rows side by side, rank-1 steps.
-  const Method methods[] = {
+  const Method all_methods[] = {
       {"rope", rope_layer},
       {"householder_qk", [](Buffers& b) { householder_layer(b, false, HouseholderPath::blocked); }},
       {"householder_qkv", [](Buffers& b) { householder_layer(b, true, HouseholderPath::blocked); }},
       {"householder_qk_tiles", [](Buffers& b) { householder_layer(b, false, HouseholderPath::tiles); }},
       {"householder_qkv_tiles", [](Buffers& b) { householder_layer(b, true, HouseholderPath::tiles); }}};
+  std::vector<Method> methods;
+  for (const Method& m : all_methods)
+    if (only.empty() || std::find(only.begin(), only.end(), m.name) != only.end()) methods.push_back(m);
+  if (methods.empty()) {
+    std::fprintf(stderr, "bench_attention: --only names no method; accepts rope, householder_qk, householder_qkv, "
+                         "householder_qk_tiles, householder_qkv_tiles\n");
+    return 2;
+  }
   std::printf("attention forward+backward, H = 4, hd = 32, float, 1 thread, %d rounds (median)\n", rounds);
   std::printf("%-20s %6s %6s %12s %10s\n", "method", "T", "B", "tokens/s", "rope/this");
-  for (int T : lengths) time_methods(methods, std::size(methods), T, rounds, seconds, [](Buffers&) {});
+  for (int T : lengths) time_methods(methods.data(), methods.size(), T, rounds, seconds, [](Buffers&) {});
   if (!chunks.empty()) chunk_sweep(lengths, chunks, rounds, seconds);
   return 0;
 }

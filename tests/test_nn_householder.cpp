@@ -192,6 +192,47 @@ TEST(nn_householder, blocked_float_matches_the_tiled_reference_at_any_thread_cou
       }
 }
 
+// Training's cache (forward's chunk products, kept for backward) changes no
+// bit of backward: against backward with no cache, at one chunk (13), a ragged
+// end (37) and many chunks (100, 700); and a cache left by other inputs is
+// rebuilt, not used.
+TEST(nn_householder, cache_gives_the_same_bits_as_none) {
+  auto to_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+  for (int T : {13, 37, 100, 700})
+    for (bool values : {false, true}) {
+      const AttentionShape s{1, T, 2, 32};
+      const Inputs in = inputs(s, false, 9), other = inputs(s, false, 10);
+      const auto q = to_float(in.q), k = to_float(in.k), v = to_float(in.v), w = to_float(in.w),
+                 beta = to_float(in.beta), q2 = to_float(other.q);
+      Stream rs(11, 0);
+      std::vector<float> G(q.size());
+      for (auto& g : G) g = float(rs.normal());
+      // forward_q, backward_q: the queries forward and backward see.
+      auto run = [&](HouseholderCache<float>* cache, const std::vector<float>& forward_q,
+                     const std::vector<float>& backward_q) {
+        std::vector<std::vector<float>> out(6);
+        for (int x = 0; x < 5; ++x) out[x].assign(q.size(), 0.f);
+        out[5].assign(beta.size(), 0.f);
+        householder_attention_forward(out[0].data(), forward_q.data(), k.data(), v.data(), w.data(), beta.data(),
+                                      values, s, HouseholderPath::blocked, 0, cache);
+        householder_attention_backward(out[1].data(), out[2].data(), out[3].data(), out[4].data(), out[5].data(),
+                                       G.data(), backward_q.data(), k.data(), v.data(), w.data(), beta.data(),
+                                       values, s, HouseholderPath::blocked, 0, cache);
+        return out;
+      };
+      const auto none = run(nullptr, q, q);
+      const auto cached = run(make_householder_cache<float>().get(), q, q);
+      const auto stale = run(make_householder_cache<float>().get(), q2, q);
+      const char* names[] = {"o", "dq", "dk", "dv", "dw", "dbeta"};
+      for (int x = 0; x < 6; ++x) {
+        EXPECT_TRUE(cached[x] == none[x]) << names[x] << " T " << T << " values " << values;
+        if (x > 0) EXPECT_TRUE(stale[x] == none[x]) << names[x] << " T " << T << " values " << values << " (stale cache)";
+      }
+      // What a stale cache used as if current would give: q2's gradients.
+      EXPECT_FALSE(none[2] == run(nullptr, q2, q2)[2]) << "planted: q2's backward must differ from q's";
+    }
+}
+
 // The check must be able to fail: the key's own step included in the route
 // (H_j ... H_i) is a different model, far outside the tolerance.
 TEST(nn_householder, planted_convention_error_is_caught) {
