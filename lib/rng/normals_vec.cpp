@@ -57,12 +57,14 @@ void u01_from_words(const uint32_t* w, std::size_t n, double* out) {
 
 // Which log: libmvec's, in the vector loop, where the build has AVX-512DQ
 // (what this file has always compiled to there: the 64-bit integer
-// conversions of box_muller_pair vectorize only with DQ). Elsewhere glibc's
-// scalar log, pair by pair, as before; unless the build opts into libmvec's
-// AVX2 variant (-DROUTELAB_AVX2_VECTOR_LOG=ON), about twice as fast, but its
-// log differs from the scalar one in the last bit or two: about 11% of the
-// normals change (relative difference at most 4.4e-16), so that option is a
-// different stream for AVX2 builds.
+// conversions of box_muller_pair vectorize only with DQ), and on AVX2 builds
+// libmvec's AVX2 variant (the words converted in 31-bit pieces, below):
+// about twice as fast as glibc's scalar log there, and nearer the AVX-512
+// builds' bits (libmvec's two variants disagree on about 1% of logs, either
+// of them and the scalar log on about 24%). -DROUTELAB_AVX2_VECTOR_LOG=OFF,
+// or a build without AVX2, keeps glibc's scalar log, pair by pair: the AVX2
+// stream before this change (about 11% of its normals differ in the last
+// bits, relative difference at most 4.4e-16).
 #if defined(__AVX512DQ__)
 #define ROUTELAB_VECTOR_LOG 1
 #elif defined(__AVX2__) && defined(ROUTELAB_AVX2_VECTOR_LOG)
