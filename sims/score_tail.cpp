@@ -1,11 +1,12 @@
 // score-tail: how often a far route still scores high, against the paper's
 // bounds.
-//  - so2 family, Theorem 2 (B.3): the matched score S_n = (1/B) sum_b cos
-//    Theta_{n,b} (= q^T P_n q for q = (e_1 + e_3 + ...)/sqrt(B)): E S_n against
+//  - plane rotations (the so2 family: StepLaw::plane_rotations), Theorem 2
+//    (B.3): the matched score S_n = (1/B) sum_b cos Theta_{n,b}
+//    (= q^T P_n q for q = (e_1 + e_3 + ...)/sqrt(B)): E S_n against
 //    cos(n omega)(1/B) sum_b (sin a_b / a_b)^n (EXACT), Pr[S_n >= s] against
 //    Hoeffding exp(-B (s - E S_n)^2 / 2), rate d/4 (BOUND), the union over M
 //    routes (c), and near routes |Theta_b| <= delta => S >= cos delta (a).
-//  - any other family, Theorem 5 (B.5), q = k = e_1: Pr[q^T P_n k >= s]
+//  - any other law, Theorem 5 (B.5), q = k = e_1: Pr[q^T P_n k >= s]
 //    against Levy 2 exp(-(d-1) s^2 / 2) (b) and the exact Haar tail, the union
 //    M (2 e^{-(d-1)s^2/2} + eps) (c), near routes q^T exp(X) k >= q^T k - gamma
 //    for ||X||_g <= gamma (a, deterministic).
@@ -24,10 +25,10 @@
 // tail is within KS of the Haar tail, which is below Levy / 4, so "tail <=
 // Levy + KS" holds for every sample of every law and could never fail (not
 // even for coordinate normals). Where the pre-mixing law is known exactly
-// (Remark 3's coordinate normals at every n: (1 + (1-2/d)^n)/2; one uniform
-// Householder step: I_{(1-s)/2}(1/2, (d-1)/2)) and exceeds the Levy bound by
-// more than the sample can resolve, a negative-control row expects the
-// violation and passes when it is detected.
+// (StepLaw::exact_score_law: Remark 3's coordinate normals at every n,
+// (1 + (1-2/d)^n)/2; one uniform Householder step, I_{(1-s)/2}(1/2, (d-1)/2))
+// and exceeds the Levy bound by more than the sample can resolve, a
+// negative-control row expects the violation and passes when it is detected.
 //
 // Tail sizes. Plain Monte Carlo, no importance sampling: each tail is a count
 // of hits among N walks with one-sided Clopper-Pearson limits at level
@@ -52,7 +53,6 @@
 #include <fmt/core.h>
 
 #include "attention/far_mass.h"
-#include "groups/householder.h"
 #include "groups/so2.h"
 #include "groups/so2_phases.h"
 #include "groups/walk.h"
@@ -276,14 +276,12 @@ void near_route_rows(int d, bool matched, const SimContext& ctx, std::vector<Sim
   }
 }
 
-// The exact law of e_1^T P_n e_1 where it is known before (or without) mixing.
-std::optional<double> known_tail(const StepLaw& law, long long n, double s, const ScoreTailTheory& theory) {
-  if (law.family() == "haar") return theory.haar_tail(law.dim(), s);
-  const auto* h = dynamic_cast<const Householder*>(&law);
-  if (!h) return std::nullopt;
-  if (h->normals().law == NormalLaw::coordinate) return theory::coordinate_householder_tail(law.dim(), n, s);
-  if (h->normals().law == NormalLaw::sphere && n == 1) return theory::householder_one_step_tail(law.dim(), s);
-  return std::nullopt;
+// The exact tail of e_1^T P_n e_1 at s where the law knows it (before or
+// without mixing), the Haar law's from the theory.
+std::optional<double> known_tail(const std::optional<ExactScoreLaw>& exact, int d, double s,
+                                 const ScoreTailTheory& theory) {
+  if (!exact) return std::nullopt;
+  return exact->haar ? theory.haar_tail(d, s) : exact->tail(s);
 }
 
 }  // namespace
@@ -350,8 +348,12 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
   ns.erase(std::unique(ns.begin(), ns.end()), ns.end());
   const int d = law.dim(), B = d / 2, count = int(ns.size()), levels = int(ss.size());
   const long long N = ctx.samples, nmax = ns.back();
-  const auto* so2 = dynamic_cast<const So2Blocks*>(&law);
-  const bool matched = so2 != nullptr;
+  // Plane rotations are read by Theorem 2's matched score, walked as phases
+  // of the So2Blocks law they describe.
+  const std::optional<PlaneRotations> planes = law.plane_rotations();
+  const bool matched = planes.has_value();
+  const std::optional<So2Blocks> so2 =
+      matched ? std::make_optional<So2Blocks>(d, planes->half_widths, planes->omega) : std::nullopt;
   const double c_near = matched ? std::cos(targets.gamma) : 1.0 - targets.gamma;
 
   // One walk per sample, read at every listed length.
@@ -522,13 +524,14 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
   std::vector<SimRow> rows;
   for (int c = 0; c < count; ++c) {
     const long long n = ns[c];
+    const std::optional<ExactScoreLaw> exact_law = law.exact_score_law(n);
     const std::vector<std::pair<std::string, std::string>> cells = {{"n", std::to_string(n)}};
 
     // Is the one-route bound claimed at this n, and what is E S_n?
     bool claimed = true;
     double mean_score = 0;
     if (matched) {
-      mean_score = theory.so2_mean(so2->half_widths(), so2->omega(), n);
+      mean_score = theory.so2_mean(planes->half_widths, planes->omega, n);
       SimRow r = exact_row("Theorem 2", "mean_score", mean.mean[c], mean.stderr_of(c), mean_score, kZ);
       r.cells = cells;
       rows.push_back(r);
@@ -562,7 +565,7 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
       const double one = matched ? theory.hoeffding(B, s - mean_score) : theory.levy(d, s);
 
       // (b): the one-route bound, or its predicted violation before mixing.
-      const std::optional<double> exact = matched ? std::optional<double>() : known_tail(law, n, s, theory);
+      const std::optional<double> exact = matched ? std::optional<double>() : known_tail(exact_law, d, s, theory);
       if (claimed) {
         rows.push_back(tail_row(bound_result, "tail", tail, one, Kind::upper, upper_verdict(tail, one), at));
       } else if (exact && *exact > one && violation_resolvable(*exact, one, N)) {

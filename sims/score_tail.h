@@ -35,8 +35,10 @@ struct FarMassTargets {
 
 // Rows of one parameter point. ns: walk lengths (one walk read at each), ss:
 // thresholds in [-1, 1], routes: M >= 1 far routes for the union bound.
-// The so2 family gets Theorem 2's rows (matched score S = (1/B) sum cos
-// Theta_b), every other family Theorem 5's (q = k = e_1).
+// A law of plane rotations (StepLaw::plane_rotations: the so2 family) gets
+// Theorem 2's rows (matched score S = (1/B) sum cos Theta_b), every other law
+// Theorem 5's (q = k = e_1), with exact-law rows where the law knows its score
+// law (StepLaw::exact_score_law; the Haar law's from `theory`).
 std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long long>& ns, const std::vector<double>& ss,
                                     long long routes, const SimContext& ctx,
                                     const ScoreTailTheory& theory = paper_score_tail_theory(),

@@ -24,6 +24,8 @@ class PlantedLaw : public StepLaw {
   std::optional<Mat> second_moment() const override { return second_ ? second_ : real_->second_moment(); }
   std::optional<double> gap() const override { return gap_ ? gap_ : real_->gap(); }
   HaarLimit haar_limit() const override { return limit_ ? *limit_ : real_->haar_limit(); }
+  std::optional<ExactScoreLaw> exact_score_law(long long n) const override { return real_->exact_score_law(n); }
+  std::optional<PlaneRotations> plane_rotations() const override { return real_->plane_rotations(); }
 
   std::optional<Mat> mean_, second_;
   std::optional<double> gap_;

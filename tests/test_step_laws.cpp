@@ -5,6 +5,7 @@
 #include <set>
 
 #include "groups/family.h"
+#include "groups/so2.h"
 #include "planted_law.h"
 #include "step_law_checks.h"
 
@@ -117,6 +118,24 @@ TEST_P(StepLawTest, KernelDrawsTheLawsSteps) {
     Mat M = Mat::Identity(d, d);
     for (int j = 0; j < d; ++j) kernel_apply(*k, kernel_step.data(), M.col(j).data());
     EXPECT_LT((M - law->matrix(step.data())).cwiseAbs().maxCoeff(), 1e-13) << "sample " << i;
+  }
+}
+
+// A law that says it is plane rotations, which score-tail walks as the phases
+// of So2Blocks with those half-widths and drift, draws what that So2Blocks
+// draws: the same words and the same steps.
+TEST_P(StepLawTest, PlaneRotationsAreTheLaw) {
+  auto law = make_step_law(GetParam().params);
+  const auto planes = law->plane_rotations();
+  if (!planes) return;
+  const So2Blocks blocks(law->dim(), planes->half_widths, planes->omega);
+  std::vector<double> step(law->step_size()), blocks_step(blocks.step_size());
+  for (uint64_t i = 0; i < 50; ++i) {
+    Stream s1(13, i), s2(13, i);
+    law->draw(s1, step.data());
+    blocks.draw(s2, blocks_step.data());
+    EXPECT_EQ(s1.next_u32(), s2.next_u32()) << "sample " << i << ": other words drawn";
+    EXPECT_EQ(law->matrix(step.data()), blocks.matrix(blocks_step.data())) << "sample " << i;
   }
 }
 

@@ -23,6 +23,10 @@ class Haar : public StepLaw {
   std::optional<Mat> mean() const override { return Mat(Mat::Zero(dim(), dim())); }
   std::optional<Mat> second_moment() const override;
   std::optional<StepKernel> kernel() const override;
+  // Every P_n is Haar: Theorem 5's exact law at every n.
+  std::optional<ExactScoreLaw> exact_score_law(long long) const override {
+    return ExactScoreLaw{.haar = true, .tail = {}};
+  }
   std::string closed_form_text() const override {
     return "E[U] = 0; (x+1)/2 ~ Beta((d-1)/2, (d-1)/2) for x = q^T U k; E (tr U)^2 = 1 (2 on SO(2))";
   }

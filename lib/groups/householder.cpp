@@ -6,6 +6,7 @@
 #include <unsupported/Eigen/KroneckerProduct>
 #include <fmt/core.h>
 
+#include "theory/score_tails.h"
 #include "theory/step_gaps.h"
 #include "theory/trace_moments.h"
 
@@ -82,6 +83,17 @@ std::optional<StepKernel> Householder::kernel() const {
                     .d = dim(),
                     .normals = normals_.law,
                     .sigma = normals_.law == NormalLaw::gaussian ? normals_.sigma.data() : nullptr};
+}
+
+// Remark 3 (coordinate normals, every n) and Theorem 5 before mixing (one
+// uniform step); the gaussian normals' law is not known in closed form.
+std::optional<ExactScoreLaw> Householder::exact_score_law(long long n) const {
+  const int d = dim();
+  if (normals_.law == NormalLaw::coordinate)
+    return ExactScoreLaw{.tail = [d, n](double s) { return theory::coordinate_householder_tail(d, n, s); }};
+  if (normals_.law == NormalLaw::sphere && n == 1)
+    return ExactScoreLaw{.tail = [d](double s) { return theory::householder_one_step_tail(d, s); }};
+  return std::nullopt;
 }
 
 std::string Householder::closed_form_text() const {

@@ -36,6 +36,7 @@ class Householder : public StepLaw {
   std::optional<Mat> second_moment() const override;
   std::string closed_form_text() const override;
   std::optional<StepKernel> kernel() const override;
+  std::optional<ExactScoreLaw> exact_score_law(long long n) const override;
   // Proposition 2 (smooth normal density bounded below) vs Remark 3.
   HaarLimit haar_limit() const override {
     return normals_.law == NormalLaw::coordinate ? HaarLimit::no : HaarLimit::yes;

@@ -25,6 +25,7 @@ class So2Blocks : public StepLaw {
     return "E[M] = diag_b (sin a_b / a_b) R(omega); beta = max_b |sin a_b / a_b|";
   }
   std::optional<StepKernel> kernel() const override;
+  std::optional<PlaneRotations> plane_rotations() const override { return PlaneRotations{a_, omega_}; }
   const std::vector<double>& half_widths() const { return a_; }
   double omega() const { return omega_; }
 

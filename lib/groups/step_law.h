@@ -11,6 +11,7 @@
 // every column of a matrix, so the vector and matrix paths agree exactly.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +33,25 @@ enum class DetClass { plus, minus, mixed };
 // Whether the walk's law converges to Haar on its component (Theorem 4 under
 // Assumption 2), as far as the paper or the structure of the law says.
 enum class HaarLimit { yes, no, unknown };
+
+// The law of the score e_1^T P_n e_1 where it is known exactly at a walk
+// length n (Theorem 5, Remark 3), for score-tail's exact-law rows.
+struct ExactScoreLaw {
+  // P_n is Haar itself: the law is Theorem 5's exact Haar law, which the sim
+  // takes from its own theory (a test plants a wrong one there).
+  bool haar = false;
+  // Otherwise Pr[e_1^T P_n e_1 >= s].
+  std::function<double(double s)> tail;
+};
+
+// Independent rotations of the B = d/2 coordinate planes (e_{2b}, e_{2b+1}),
+// block b by omega + U[-a_b, a_b] (Example 1): the walk is a phase walk, and
+// score sims read it by Theorem 2's matched score S_n = (1/B) sum_b
+// cos Theta_{n,b} rather than by q^T P_n k.
+struct PlaneRotations {
+  std::vector<double> half_widths;  // a_b
+  double omega = 0;
+};
 
 class StepLaw {
  public:
@@ -69,6 +89,10 @@ class StepLaw {
   // The law as a batch kernel sees it (groups/step_kernels.h), for the
   // families whose draw and apply are written there; those run on the GPU.
   virtual std::optional<StepKernel> kernel() const { return std::nullopt; }
+  // The exact law of e_1^T P_n e_1 at walk length n, where known.
+  virtual std::optional<ExactScoreLaw> exact_score_law(long long n) const { return std::nullopt; }
+  // The law as plane rotations, where its steps are such.
+  virtual std::optional<PlaneRotations> plane_rotations() const { return std::nullopt; }
   // For `routelab families`: the closed forms in words.
   virtual std::string closed_form_text() const = 0;
 
