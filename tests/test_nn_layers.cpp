@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -216,6 +217,49 @@ TEST(nn_schemes, each_scheme_reads_its_own_keys) {
   EXPECT_FALSE(scheme_reads(m, "householder_beta"));
   m.scheme = "householder_qk";
   EXPECT_TRUE(scheme_reads(m, "householder_beta"));
+}
+
+namespace {
+
+// The names in the first column of docs/training.md's scheme table, rows like
+// "| `random_qk`, `random_qkv` | ..."; empty if the table is not there.
+std::set<std::string> documented_schemes() {
+  std::ifstream in(std::string(ROUTELAB_SOURCE_DIR) + "/docs/training.md");
+  std::set<std::string> names;
+  std::string line;
+  bool in_table = false;
+  while (std::getline(in, line)) {
+    if (!in_table) {
+      in_table = line.rfind("| scheme |", 0) == 0;
+      continue;
+    }
+    if (line.empty() || line[0] != '|') break;
+    const std::string first = line.substr(1, line.find('|', 1) - 1);
+    for (std::size_t open = first.find('`'); open != std::string::npos;) {
+      const std::size_t close = first.find('`', open + 1);
+      if (close == std::string::npos) break;
+      names.insert(first.substr(open + 1, close - open - 1));
+      open = first.find('`', close + 1);
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+// The hand-written scheme table in docs/training.md names exactly the
+// registry's schemes, so a new scheme cannot go undocumented.
+TEST(nn_schemes, training_doc_table_names_exactly_the_registered_schemes) {
+  const std::set<std::string> documented = documented_schemes();
+  ASSERT_FALSE(documented.empty()) << "no \"| scheme |\" table in docs/training.md";
+  std::set<std::string> registered;
+  for (const SchemeInfo& s : all_schemes()) {
+    registered.insert(s.name);
+    EXPECT_TRUE(documented.count(s.name)) << "scheme " << s.name << " is missing from docs/training.md's scheme table";
+  }
+  for (const std::string& name : documented)
+    EXPECT_TRUE(registered.count(name)) << "docs/training.md's scheme table names " << name
+                                        << ", which all_schemes() does not have";
 }
 
 TEST(nn_schemes, random_angles_repeat_within_a_pass_and_change_between_passes) {
