@@ -73,7 +73,7 @@ endif()
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/routelabConfig.cmake.in
   ${CMAKE_BINARY_DIR}/routelabConfig.cmake INSTALL_DESTINATION ${ROUTELAB_CMAKE_DIR})
 # While the major version is 0 a minor release may change the API (lib/base/version.h):
-# a request for 0.1 accepts 0.1.x only. From 1.0 on this becomes SameMajorVersion.
+# a request for 0.2 accepts 0.2.x only. From 1.0 on this becomes SameMajorVersion.
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/routelabConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/routelabConfig.cmake ${CMAKE_BINARY_DIR}/routelabConfigVersion.cmake

@@ -11,6 +11,7 @@
 #include <boost/math/distributions/normal.hpp>
 #include <gtest/gtest.h>
 
+#include "io/table.h"
 #include "rng/stream.h"
 #include "stats/chi2.h"
 
@@ -214,4 +215,13 @@ TEST(Normals, ChiSquaredCanFail) {
   s.normals(x.data(), n);
   for (double& v : x) v *= 1.01;
   EXPECT_LT(chi2_equiprobable(x, normal_cdf, 200).pvalue, 1e-7);
+}
+
+// A sidecar names the log this build's normals use (their last bits depend on
+// it): the one normal_chunks was compiled with.
+TEST(Normals, SidecarsNameTheLogTheNormalsUse) {
+  const auto j = nlohmann::json::parse(sidecar_text("x.csv", nlohmann::json::object(), 0.0));
+  EXPECT_EQ(j.at("normal_log").get<std::string>(), std::string(normal_log_path()));
+  EXPECT_TRUE(j.at("normal_log") == "libmvec-avx512" || j.at("normal_log") == "libmvec-avx2" ||
+              j.at("normal_log") == "scalar");
 }

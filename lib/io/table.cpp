@@ -1,5 +1,6 @@
 #include "io/table.h"
 
+#include "base/normal_log.h"
 #include "io/output.h"
 
 #include <cmath>
@@ -83,6 +84,7 @@ std::string sidecar_text(const std::string& csv_path, const nlohmann::json& conf
   nlohmann::json j = config;
   j["version"] = ROUTELAB_VERSION;
   j["git_revision"] = ROUTELAB_GIT_REV;
+  j["normal_log"] = ROUTELAB_NORMAL_LOG;  // the normals' last bits depend on it
   j["wall_seconds"] = wall_seconds;
   j["csv"] = csv_path;
   return j.dump(2) + "\n";

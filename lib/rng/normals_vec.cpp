@@ -14,6 +14,7 @@
 // -march=native.
 #include <cmath>
 
+#include "base/normal_log.h"
 #include "rng/stream.h"
 
 // glibc declares the libmvec variants only when __FAST_MATH__ is defined, and
@@ -65,10 +66,8 @@ void u01_from_words(const uint32_t* w, std::size_t n, double* out) {
 // or a build without AVX2, keeps glibc's scalar log, pair by pair: the AVX2
 // stream before this change (about 11% of its normals differ in the last
 // bits, relative difference at most 4.4e-16).
-#if defined(__AVX512DQ__)
-#define ROUTELAB_VECTOR_LOG 1
-#elif defined(__AVX2__) && defined(ROUTELAB_AVX2_VECTOR_LOG)
-#define ROUTELAB_VECTOR_LOG 1
+// (The choice is base/normal_log.h's.)
+#if ROUTELAB_NORMAL_LOG_WIDTH == 256
 // box_muller_pair's words made doubles through pieces of at most 31 bits, as
 // AVX2 can convert them: each piece converts exactly and each sum is exact or
 // one rounding of an exact two-term sum, so in whatever order fast-math adds
@@ -82,23 +81,22 @@ static inline void box_muller_pair_avx2(const uint32_t* w, double& c, double& s)
       (double(int32_t(w[3] & 0x3fffffffu)) * 0x1.0p21 + double(int32_t(w[2] >> 11)) + 0.5 - 0x1.0p50) * 0x1.0p-53;
   box_muller_from(u1, w[3] >> 30, y, [](double u) { return ::log(u); }, c, s);
 }
-#else
-#define ROUTELAB_VECTOR_LOG 0
+#elif ROUTELAB_NORMAL_LOG_WIDTH == 0
 // The same symbol declared without the simd attribute: the compiler cannot
 // swap in a libmvec variant, so the loop stays scalar.
 extern "C" double glibc_scalar_log(double) noexcept __asm__("log");
 #endif
 
-const char* normal_log_path() { return ROUTELAB_VECTOR_LOG ? "libmvec" : "scalar"; }
+const char* normal_log_path() { return ROUTELAB_NORMAL_LOG; }
 
 constexpr int kPairs = kNormalChunk / 2;
 
 __attribute__((noinline)) static void box_muller_chunk(const uint32_t* w, double* out) {
   alignas(64) double c[kPairs], s[kPairs];
-#if defined(__AVX512DQ__)
+#if ROUTELAB_NORMAL_LOG_WIDTH == 512
 #pragma omp simd
   for (int p = 0; p < kPairs; ++p) box_muller_pair(w + 4 * p, [](double u) { return ::log(u); }, c[p], s[p]);
-#elif ROUTELAB_VECTOR_LOG
+#elif ROUTELAB_NORMAL_LOG_WIDTH == 256
 #pragma omp simd
   for (int p = 0; p < kPairs; ++p) box_muller_pair_avx2(w + 4 * p, c[p], s[p]);
 #else
