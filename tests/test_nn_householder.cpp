@@ -226,7 +226,9 @@ TEST(nn_householder, cache_gives_the_same_bits_as_none) {
       const char* names[] = {"o", "dq", "dk", "dv", "dw", "dbeta"};
       for (int x = 0; x < 6; ++x) {
         EXPECT_TRUE(cached[x] == none[x]) << names[x] << " T " << T << " values " << values;
-        if (x > 0) EXPECT_TRUE(stale[x] == none[x]) << names[x] << " T " << T << " values " << values << " (stale cache)";
+        if (x > 0) {
+          EXPECT_TRUE(stale[x] == none[x]) << names[x] << " T " << T << " values " << values << " (stale cache)";
+        }
       }
       // What a stale cache used as if current would give: q2's gradients.
       EXPECT_FALSE(none[2] == run(nullptr, q2, q2)[2]) << "planted: q2's backward must differ from q's";
