@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,6 +25,7 @@
 
 #include <Eigen/Core>
 
+#include "io/parse.h"
 #include "nn/attention.h"
 #include "nn/householder.h"
 #include "rng/stream.h"
@@ -141,6 +143,29 @@ void chunk_sweep(const std::vector<int>& lengths, const std::vector<int>& chunks
   }
 }
 
+// A flag's "a,b,c": its items, or exit 2 naming what was wrong.
+std::vector<std::string> items_of(const char* flag, const char* text) {
+  const auto items = split_list(text);
+  if (!items) {
+    std::fprintf(stderr, "bench_attention: %s takes a comma-separated list without empty items; got '%s'\n", flag, text);
+    std::exit(2);
+  }
+  return *items;
+}
+
+std::vector<int> positive_ints_of(const char* flag, const char* text) {
+  std::vector<int> out;
+  for (const std::string& item : items_of(flag, text)) {
+    const auto v = parse_integer(item);
+    if (!v || *v < 1 || *v > 1 << 20) {
+      std::fprintf(stderr, "bench_attention: %s takes positive integers; got '%s'\n", flag, item.c_str());
+      std::exit(2);
+    }
+    out.push_back(int(*v));
+  }
+  return out;
+}
+
 int main(int argc, char** argv) {
   std::vector<int> lengths = {128, 512};
   int rounds = 5;
@@ -150,28 +175,15 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 < argc && a == "--lengths") {
-      lengths.clear();
-      for (std::string rest = argv[++i]; !rest.empty();) {
-        const std::size_t comma = rest.find(',');
-        lengths.push_back(std::stoi(rest.substr(0, comma)));
-        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-      }
+      lengths = positive_ints_of("--lengths", argv[++i]);
     } else if (i + 1 < argc && a == "--rounds") {
       rounds = std::stoi(argv[++i]);
     } else if (i + 1 < argc && a == "--seconds") {
       seconds = std::stod(argv[++i]);
     } else if (i + 1 < argc && a == "--only") {
-      for (std::string rest = argv[++i]; !rest.empty();) {
-        const std::size_t comma = rest.find(',');
-        only.push_back(rest.substr(0, comma));
-        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-      }
+      only = items_of("--only", argv[++i]);
     } else if (i + 1 < argc && a == "--chunks") {
-      for (std::string rest = argv[++i]; !rest.empty();) {
-        const std::size_t comma = rest.find(',');
-        chunks.push_back(std::stoi(rest.substr(0, comma)));
-        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-      }
+      chunks = positive_ints_of("--chunks", argv[++i]);
     } else {
       std::fprintf(stderr, "bench_attention: unknown flag %s; accepts --lengths a,b --rounds R --seconds s --chunks a,b --only m,n\n",
                    a.c_str());
