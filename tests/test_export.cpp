@@ -125,7 +125,7 @@ TEST(export_layout, every_parameter_is_in_exactly_one_named_tensor) {
   for (const nn::ModelConfig& m : every_model()) {
     SCOPED_TRACE(m.scheme + (m.learned_shared ? " shared" : "") + " " + m.householder_beta);
     const auto layout = nn::param_layout(m);
-    const std::size_t n = layout.back().offset + layout.back().size;
+    const std::size_t n = nn::param_count(m);
     std::size_t at = 0;
     std::set<std::string> names;
     for (const nn::ExportTensor& t : nn::export_layout(m)) {

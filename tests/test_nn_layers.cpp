@@ -466,6 +466,7 @@ TEST(nn_config, checkpoints_compare_the_learned_starts) {
   const RunConfig normal = parse_text("[model]\nscheme = \"learned_qk\"\nlearned_init = \"uniform\"\n");
   Checkpoint ck;
   ck.config = to_json(normal);
+  ck.params.resize(param_count(normal.model));
   ck.config["model"].erase("learned_sigma");
   ck.config["model"].erase("learned_shared");
   EXPECT_NO_THROW(require_same_config(ck, normal, "ck"));
@@ -483,6 +484,7 @@ TEST(nn_config, checkpoints_compare_householder_beta) {
   RunConfig reflection = parse_text("[model]\nscheme = \"householder_qk\"\nhouseholder_beta = \"reflection\"\n");
   Checkpoint ck;
   ck.config = to_json(path);
+  ck.params.resize(param_count(path.model));
   EXPECT_NO_THROW(require_same_config(ck, path, "ck"));
   try {
     require_same_config(ck, reflection, "ck");
@@ -493,6 +495,21 @@ TEST(nn_config, checkpoints_compare_householder_beta) {
   ck.config["model"].erase("householder_beta");
   EXPECT_NO_THROW(require_same_config(ck, path, "ck"));
   EXPECT_THROW(require_same_config(ck, reflection, "ck"), CheckpointError);
+}
+
+// The same configuration with another number of weights (a truncated or
+// foreign file) is refused wherever a checkpoint is loaded.
+TEST(nn_config, checkpoints_hold_their_configurations_parameters) {
+  const RunConfig c = parse_text("[model]\nscheme = \"rope\"\n");
+  Checkpoint ck;
+  ck.config = to_json(c);
+  ck.params.resize(param_count(c.model) - 1);
+  try {
+    require_same_config(ck, c, "ck");
+    ADD_FAILURE() << "a checkpoint one parameter short was accepted";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("parameters"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

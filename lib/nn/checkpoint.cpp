@@ -8,6 +8,7 @@
 
 #include "io/sha256.h"
 #include "io/table.h"
+#include "nn/model.h"
 
 namespace routelab::nn {
 
@@ -117,6 +118,9 @@ void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::st
     throw CheckpointError(
         fmt::format("checkpoint {} was written for another configuration: {} (start a new run directory)", path,
                     d));
+  if (ck.params.size() != param_count(c.model))
+    throw CheckpointError(fmt::format("checkpoint {} holds {} parameters, its configuration {}", path,
+                                      ck.params.size(), param_count(c.model)));
 }
 
 }  // namespace routelab::nn

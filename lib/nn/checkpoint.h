@@ -34,7 +34,8 @@ struct Checkpoint {
 void save_checkpoint(const std::string& path, const RunConfig& c, int step, const std::vector<float>& params,
                      const AdamW& opt);
 Checkpoint load_checkpoint(const std::string& path);
-// Throws CheckpointError naming the first field where `ck` and `c` differ.
+// Throws CheckpointError naming the first field where `ck` and `c` differ, or
+// when `ck` holds another number of parameters than `c` lays out.
 void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::string& path);
 
 }  // namespace routelab::nn

@@ -21,11 +21,6 @@ std::size_t add(std::size_t a, std::size_t b) {
   return a > std::numeric_limits<std::size_t>::max() - b ? std::numeric_limits<std::size_t>::max() : a + b;
 }
 
-std::size_t param_count(const ModelConfig& m) {
-  const auto t = param_layout(m);
-  return add(t.back().offset, t.back().size);
-}
-
 }  // namespace
 
 std::size_t training_bytes(const ModelConfig& m, int B, int64_t T) {

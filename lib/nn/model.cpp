@@ -19,18 +19,28 @@ namespace routelab::nn {
 
 namespace {
 
-std::size_t find_offset(const std::vector<ParamTensor>& ts, const std::string& name) {
+const ParamTensor* lookup(const std::vector<ParamTensor>& ts, const std::string& name) {
   for (const auto& t : ts)
-    if (t.name == name) return t.offset;
-  return std::size_t(-1);
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+// The tensor's offset, or -1 where the scheme has no such tensor.
+std::size_t find_offset(const std::vector<ParamTensor>& ts, const std::string& name) {
+  const ParamTensor* t = lookup(ts, name);
+  return t ? t->offset : std::size_t(-1);
 }
 
 }  // namespace
 
 const ParamTensor& find_tensor(const std::vector<ParamTensor>& ts, const std::string& name) {
-  for (const auto& t : ts)
-    if (t.name == name) return t;
+  if (const ParamTensor* t = lookup(ts, name)) return *t;
   throw std::out_of_range("no parameter tensor " + name);
+}
+
+std::size_t param_count(const ModelConfig& m) {
+  const auto ts = param_layout(m);
+  return ts.back().offset + ts.back().size;
 }
 
 LayerParams layer_params(const std::vector<ParamTensor>& ts, int l) {
@@ -169,7 +179,7 @@ Model<R>::Model(const ModelConfig& config, uint64_t seed) : config_(config), see
   if (!s) throw std::invalid_argument("unknown scheme " + config.scheme);
   scheme_ = *s;
   tensors_ = param_layout(config);
-  params.assign(tensors_.back().offset + tensors_.back().size, R(0));
+  params.assign(param_count(config), R(0));
   grads.assign(params.size(), R(0));
   angles_ = make_angle_source<R>(config, seed);
   if (scheme_.alibi) slopes_ = alibi_slopes(config.heads);

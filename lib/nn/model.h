@@ -31,6 +31,8 @@ struct ParamTensor {
 // each one's meaning). C = d_model, F = mlp_ratio C, V = vocab, H = heads,
 // nb = d_head / 2.
 std::vector<ParamTensor> param_layout(const ModelConfig& m);
+// The number of parameters param_layout lays out.
+std::size_t param_count(const ModelConfig& m);
 // The tensor called `name`; throws std::out_of_range if the model has none.
 const ParamTensor& find_tensor(const std::vector<ParamTensor>& tensors, const std::string& name);
 
