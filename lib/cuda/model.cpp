@@ -75,9 +75,8 @@ nn::ScoreBias<float> Model::score_bias(const float* cum) const {
   return {slopes_.size() ? slopes_.data() : nullptr, scheme_.forget ? cum : nullptr};
 }
 
-void Model::layer_angles(float* cs, float* psi, const float* ln1, int l, uint64_t pass, int first_b) {
+void Model::layer_angles(float* cs, const float* psi, const nn::LayerParams& lp, int l, uint64_t pass, int first_b) {
   const int B = B_, T = T_, nb = config_.head_dim() / 2;
-  const nn::LayerParams lp = nn::layer_params(tensors_, l);
   switch (scheme_.angles) {
     case nn::AngleKind::none:
       return;
@@ -97,8 +96,6 @@ void Model::layer_angles(float* cs, float* psi, const float* ln1, int l, uint64_
       learned_angles(theta_.data(), params.data() + lp.angles, tokens_.data(), B, T, nb);
       break;
     case nn::AngleKind::projected:
-      matmul_forward(cublas_, psi, ln1, params.data() + lp.psiw, params.data() + lp.psib, int64_t(B) * T,
-                     config_.d_model, nb, math_);
       projected_angles(theta_.data(), psi, B, T, nb);
       break;
   }
@@ -148,7 +145,7 @@ struct CudaOps {
     cuda::householder_steps_backward(std::forward<A>(a)...);
   }
 
-  void layer_angles(Layer& L, const nn::LayerParams&, int l) { model.layer_angles(L.cs, L.psi, L.ln1, l, pass, first_b); }
+  void layer_angles(Layer& L, const nn::LayerParams& lp, int l) { model.layer_angles(L.cs, L.psi, lp, l, pass, first_b); }
   void watch_attention(int, const Layer&, nn::AttentionShape) {}
   void householder_attention_forward(Layer& L, int, nn::AttentionShape shape) {
     cuda::householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, model.scheme_.values, shape,

@@ -58,8 +58,8 @@ class Model {
   struct Arena;
   nn::ScoreBias<float> score_bias(const float* cum) const;
   // Layer l's angles into theta_, then (cos, sin) into cs; projected angles
-  // first compute psi from ln1.
-  void layer_angles(float* cs, float* psi, const float* ln1, int l, uint64_t pass, int first_b);
+  // from their increments psi.
+  void layer_angles(float* cs, const float* psi, const nn::LayerParams& lp, int l, uint64_t pass, int first_b);
 
   nn::ModelConfig config_;
   uint64_t seed_;

@@ -278,11 +278,9 @@ struct CpuOps {
 
   void layer_angles(Layer& L, const LayerParams& lp, int l) {
     const int nb = m.head_dim() / 2;
-    const R* increments = lp.angles == std::size_t(-1) ? nullptr : P + lp.angles;
-    if (lp.psiw != std::size_t(-1)) {
-      nn::matmul_forward(L.psi, L.ln1, P + lp.psiw, P + lp.psib, int64_t(B) * T, m.d_model, nb);
-      increments = L.psi;
-    }
+    const R* increments = scheme.angles == AngleKind::projected ? L.psi
+                          : lp.angles == std::size_t(-1)         ? nullptr
+                                                                 : P + lp.angles;
     angles->angles(theta.data(), tokens, B, T, l, pass, increments, first_b);
     if (*angle_observer) (*angle_observer)(l, theta.data(), B, T, nb);
     for (std::size_t i = 0; i < theta.size(); ++i) {

@@ -18,7 +18,7 @@
 //   backward, crossentropy_forward/backward: as the CPU functions;
 //   score_bias(cum): the scheme's ScoreBias;
 //   layer_angles(L, lp, l): layer l's (cos, sin) into L.cs (projected angles
-//     first compute L.psi from L.ln1);
+//     from L.psi, which the pass has computed);
 //   watch_attention(l, L, shape): sees q, k and the steps before attention;
 //   householder_attention_forward(L, l, shape) / _backward(D, L, l, shape);
 //   zero_dtheta(), angles_backward(dincrements, dtheta): d loss / d the
@@ -54,6 +54,8 @@ void model_forward(Ops& ops, const ModelConfig& m, const SchemeInfo& scheme, con
       ops.matmul_forward(L.fz, L.ln1, P + lp.fgw, P + lp.fgb, N, int(C), m.heads);
       ops.forget_gate_forward(L.cum, L.fz, B, T, m.heads);
     }
+    if (scheme.angles == AngleKind::projected)  // the increments psi = W_psi ln1 + b_psi
+      ops.matmul_forward(L.psi, L.ln1, P + lp.psiw, P + lp.psib, N, int(C), m.head_dim() / 2);
     if (rotary) ops.layer_angles(L, lp, l);
     if (scheme.householder) {
       ops.matmul_forward(L.hz, L.ln1, P + lp.hhw, P + lp.hhb, N, int(C), int(C));
