@@ -53,6 +53,7 @@
 #include <fmt/core.h>
 
 #include "attention/far_mass.h"
+#include "groups/family.h"
 #include "groups/so2.h"
 #include "groups/so2_phases.h"
 #include "groups/walk.h"
@@ -171,14 +172,8 @@ double matched_near_score(double* u, int B, double gamma, const double* weight) 
 }
 
 // A near route's score for Corollary B.5: q = k = e_1 seen in X's basis
-// (Theorem 5), or SO(2) phases within delta = gamma (Theorem 2).
-double near_route_score(Stream& s, int d, bool matched, double gamma) {
-  if (matched) {
-    const int B = d / 2;
-    std::vector<double> u(B), weight(B, 1.0 / B);
-    s.uniforms(u.data(), B);
-    return matched_near_score(u.data(), B, gamma, weight.data());
-  }
+// (Theorem 5). (Plane rotations' near routes: matched_near_score.)
+double near_route_score(Stream& s, int d, double gamma) {
   std::vector<double> u(d), theta(d / 2);
   unit_vector(s, u.data(), d);
   near_angles(s, gamma, theta.data(), d / 2);
@@ -390,37 +385,16 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
   std::vector<TailCounts> counts(threads, TailCounts(count, levels, !matched));
   std::vector<Scratch> scratch(threads);
   // The mean's per-chunk moments, a batch of chunks at a time: merged in chunk
-  // order into `mean` after each batch, so memory stays flat in N. A batch is
-  // a multiple of the rank count, so chunk c of the run is chunk c - c0 of its
-  // batch for allgather_chunks' round-robin ownership.
+  // order into `mean` after each batch (merge_chunk_moments), so memory stays
+  // flat in N.
   const int ranks = dist::size(), me = dist::rank();
-  const long long batch = ranks * ((kBatchChunks + ranks - 1) / ranks);
+  const long long batch = kBatchChunks;
   std::vector<Moments> moments(std::min(chunks, batch), Moments(count));
   Moments mean(count);
   auto merge_batch = [&](long long c0, long long nb) {
-    if (matched && ranks > 1) {
-      std::vector<double> owned, all;
-      const std::vector<long long> sizes(nb, 1 + 2LL * count);
-      for (long long ch = c0 + me; ch < c0 + nb; ch += ranks) {
-        const Moments& m = moments[ch - c0];
-        owned.push_back(double(m.n));
-        owned.insert(owned.end(), m.mean.begin(), m.mean.end());
-        owned.insert(owned.end(), m.m2.begin(), m.m2.end());
-      }
-      dist::allgather_chunks(owned, sizes, all);
-      for (long long k = 0; k < nb; ++k) {
-        const double* p = all.data() + std::size_t(k) * (1 + 2 * count);
-        moments[k].n = (long long)p[0];
-        std::copy(p + 1, p + 1 + count, moments[k].mean.begin());
-        std::copy(p + 1 + count, p + 1 + 2 * count, moments[k].m2.begin());
-      }
-    }
-    for (long long k = 0; k < nb; ++k) {
-      mean.merge(moments[k]);
-      moments[k].n = 0;
-      std::fill(moments[k].mean.begin(), moments[k].mean.end(), 0.0);
-      std::fill(moments[k].m2.begin(), moments[k].m2.end(), 0.0);
-    }
+    if (!matched) return;  // only the matched score's mean is kept
+    merge_chunk_moments(moments, c0, nb, mean);
+    moments.assign(moments.size(), Moments(count));
   };
 #pragma omp parallel num_threads(threads)
   {
@@ -474,7 +448,7 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
             near = sc.near[g - g0];
           } else {
             Stream s(ctx.seed, sample_stream(ctx.point, g, kCorollaryNearStream));
-            near = near_route_score(s, d, matched, targets.gamma);
+            near = near_route_score(s, d, targets.gamma);
           }
           const double* first = sc_scores + std::size_t(g * routes - lo) * count;
           for (int c = 0; c < count; ++c) {
@@ -569,7 +543,8 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
       if (claimed) {
         rows.push_back(tail_row(bound_result, "tail", tail, one, Kind::upper, upper_verdict(tail, one), at));
       } else if (exact && *exact > one && violation_resolvable(*exact, one, N)) {
-        const std::string result = law.haar_limit() == HaarLimit::no ? "Remark 3" : "Theorem 5(b) before mixing";
+        const std::string result =
+            law.haar_limit() == HaarLimit::no ? family_info(law.family()).no_mixing_label : "Theorem 5(b) before mixing";
         rows.push_back(tail_row(result, "tail_exceeds_levy", tail, one, Kind::lower, verdict_of(tail.lo > one), at));
       } else {
         rows.push_back(tail_row(bound_result, "tail", tail, one, Kind::upper, Verdict::none, at));
@@ -582,7 +557,9 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
       if (!law_tail && claimed && !matched) law_tail = theory.haar_tail(d, s);
       const double reference = law_tail ? *law_tail : theory.haar_tail(d, s);
       const Verdict verdict = !law_tail ? Verdict::none : verdict_of(tail.lo <= reference && reference <= tail.hi);
-      rows.push_back(tail_row(exact && !claimed && law.haar_limit() == HaarLimit::no ? "Remark 3" : "Theorem 5",
+      rows.push_back(tail_row(exact && !claimed && law.haar_limit() == HaarLimit::no
+                                  ? family_info(law.family()).no_mixing_label
+                                  : "Theorem 5",
                               law_tail ? "tail_vs_exact_law" : "tail_haar_reference", tail, reference, Kind::exact,
                               verdict, at));
 

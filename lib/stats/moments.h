@@ -53,6 +53,38 @@ struct Moments {
 constexpr long long kChunk = 1024;
 constexpr long long kChunksPerBatch = 64;
 
+// Merges the moments of chunks c0 .. c0 + nc - 1 (batch[c - c0]) into total
+// in chunk order. Under MPI, chunk c was computed by rank c % size alone: the
+// chunks' moments are exchanged first (stats/distributed.h), so every rank
+// merges the same values in the same order.
+inline void merge_chunk_moments(std::vector<Moments>& batch, long long c0, long long nc, Moments& total) {
+  const int ranks = dist::size(), me = dist::rank();
+  if (ranks > 1) {
+    const int k = int(total.mean.size());
+    // Pack each owned chunk as (n, mean, m2), exchange, unpack all.
+    std::vector<double> mine, all;
+    std::vector<long long> per_chunk(nc, 1 + 2LL * k);
+    for (long long c = 0; c < nc; ++c) {
+      if ((c0 + c) % ranks != me) continue;
+      mine.push_back(double(batch[c].n));
+      mine.insert(mine.end(), batch[c].mean.begin(), batch[c].mean.end());
+      mine.insert(mine.end(), batch[c].m2.begin(), batch[c].m2.end());
+    }
+    // Chunk ownership within the batch starts at c0 % ranks: rotate so the
+    // exchange's "chunk c belongs to rank c % size" holds.
+    std::vector<long long> shifted(nc + c0 % ranks, 0);
+    std::copy(per_chunk.begin(), per_chunk.end(), shifted.begin() + c0 % ranks);
+    dist::allgather_chunks(mine, shifted, all);
+    const double* p = all.data();
+    for (long long c = 0; c < nc; ++c, p += 1 + 2LL * k) {
+      batch[c].n = (long long)p[0];
+      std::copy(p + 1, p + 1 + k, batch[c].mean.begin());
+      std::copy(p + 1 + k, p + 1 + 2LL * k, batch[c].m2.begin());
+    }
+  }
+  for (long long c = 0; c < nc; ++c) total.merge(batch[c]);
+}
+
 // Calls sample(i, out, thread) for i in [begin, end), out holding k doubles,
 // and returns their moments. `thread` indexes per-thread scratch
 // (0..threads-1). Under MPI, chunk c goes to rank c % size and the chunks'
@@ -80,29 +112,7 @@ Moments parallel_moments(long long begin, long long end, int k, int threads, Sam
         }
       }
     }
-    if (ranks > 1) {
-      // Pack each owned chunk as (n, mean, m2), exchange, unpack all.
-      std::vector<double> mine, all;
-      std::vector<long long> per_chunk(nc, 1 + 2LL * k);
-      for (long long c = 0; c < nc; ++c) {
-        if ((c0 + c) % ranks != me) continue;
-        mine.push_back(double(batch[c].n));
-        mine.insert(mine.end(), batch[c].mean.begin(), batch[c].mean.end());
-        mine.insert(mine.end(), batch[c].m2.begin(), batch[c].m2.end());
-      }
-      // Chunk ownership within the batch starts at c0 % ranks: rotate so the
-      // exchange's "chunk c belongs to rank c % size" holds.
-      std::vector<long long> shifted(nc + c0 % ranks, 0);
-      std::copy(per_chunk.begin(), per_chunk.end(), shifted.begin() + c0 % ranks);
-      dist::allgather_chunks(mine, shifted, all);
-      const double* p = all.data();
-      for (long long c = 0; c < nc; ++c, p += 1 + 2LL * k) {
-        batch[c].n = (long long)p[0];
-        std::copy(p + 1, p + 1 + k, batch[c].mean.begin());
-        std::copy(p + 1 + k, p + 1 + 2LL * k, batch[c].m2.begin());
-      }
-    }
-    for (auto& m : batch) total.merge(m);
+    merge_chunk_moments(batch, c0, nc, total);
   }
   return total;
 }
