@@ -29,6 +29,7 @@
 #include <omp.h>
 
 #include "app/commands.h"
+#include "base/version.h"
 #include "cuda/device.h"
 #include "data/brown.h"
 #include "groups/family.h"
@@ -143,7 +144,7 @@ int run(int argc, char** argv) {
     }
 
     CLI::App app{"routelab: numerical checks of \"Why Do Accumulated Transformations Extrapolate?\""};
-    app.set_version_flag("--version", std::string(ROUTELAB_VERSION) + " (" + ROUTELAB_GIT_REV + ")");
+    app.set_version_flag("--version", std::string(ROUTELAB_VERSION_STRING) + " (" + ROUTELAB_GIT_REV + ")");
     app.require_subcommand(1);
     auto* verify = app.add_subcommand("verify", "run every check and print a table");
     bool quick = false;

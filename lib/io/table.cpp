@@ -1,6 +1,7 @@
 #include "io/table.h"
 
 #include "base/normal_log.h"
+#include "base/version.h"
 #include "io/output.h"
 
 #include <cmath>
@@ -82,7 +83,7 @@ void write_file_atomic(const std::string& path, const std::string& text) {
 
 std::string sidecar_text(const std::string& csv_path, const nlohmann::json& config, double wall_seconds) {
   nlohmann::json j = config;
-  j["version"] = ROUTELAB_VERSION;
+  j["version"] = ROUTELAB_VERSION_STRING;
   j["git_revision"] = ROUTELAB_GIT_REV;
   j["normal_log"] = ROUTELAB_NORMAL_LOG;  // the normals' last bits depend on it
   j["wall_seconds"] = wall_seconds;
