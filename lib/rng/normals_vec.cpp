@@ -56,17 +56,10 @@ void u01_from_words(const uint32_t* w, std::size_t n, double* out) {
 // (cos + sin cost about 2.2 ns an element here; libmvec's vector sincos,
 // reached only through vectors of pointers, is slower still).
 
-// Which log: libmvec's, in the vector loop, where the build has AVX-512DQ
-// (what this file has always compiled to there: the 64-bit integer
-// conversions of box_muller_pair vectorize only with DQ), and on AVX2 builds
-// libmvec's AVX2 variant (the words converted in 31-bit pieces, below):
-// about twice as fast as glibc's scalar log there, and nearer the AVX-512
-// builds' bits (libmvec's two variants disagree on about 1% of logs, either
-// of them and the scalar log on about 24%). -DROUTELAB_AVX2_VECTOR_LOG=OFF,
-// or a build without AVX2, keeps glibc's scalar log, pair by pair: the AVX2
-// stream before this change (about 11% of its normals differ in the last
-// bits, relative difference at most 4.4e-16).
-// (The choice is base/normal_log.h's.)
+// Which log is base/normal_log.h's choice (why: docs/rng-kernels.md). With
+// AVX-512DQ box_muller_pair vectorizes as it is (its 64-bit integer
+// conversions need DQ); AVX2 has no such conversions, so its loop converts
+// the words in 31-bit pieces (below); the scalar path keeps glibc's log.
 #if ROUTELAB_NORMAL_LOG_WIDTH == 256
 // box_muller_pair's words made doubles through pieces of at most 31 bits, as
 // AVX2 can convert them: each piece converts exactly and each sum is exact or
