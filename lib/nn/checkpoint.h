@@ -33,7 +33,9 @@ struct Checkpoint {
 
 void save_checkpoint(const std::string& path, const RunConfig& c, int step, const std::vector<float>& params,
                      const AdamW& opt);
-Checkpoint load_checkpoint(const std::string& path);
+// `file_bytes`, if given, receives the file as read (what export hashes), so
+// a caller that needs both reads the file once.
+Checkpoint load_checkpoint(const std::string& path, std::string* file_bytes = nullptr);
 // Throws CheckpointError naming the first field where `ck` and `c` differ, or
 // when `ck` holds another number of parameters than `c` lays out.
 void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::string& path);

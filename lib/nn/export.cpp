@@ -1,6 +1,5 @@
 #include "nn/export.h"
 
-#include <fstream>
 #include <iterator>
 
 #include <fmt/core.h>
@@ -17,8 +16,9 @@ namespace routelab::nn {
 
 namespace {
 
-// Exported names of one layer's tensors (param_layout's leaf names). qkvw and
-// qkvb split into their q, k and v thirds.
+// Exported names of param_layout's leaf names (the part after "layerN.", or
+// the whole name of a tensor outside the layers). qkvw and qkvb split into
+// their q, k and v thirds.
 struct LeafName {
   const char* leaf;
   const char* name;
@@ -28,7 +28,8 @@ const LeafName kLeaves[] = {
     {"ln2w", "ln2.weight"},    {"ln2b", "ln2.bias"},     {"fcw", "mlp.wfc"},         {"fcb", "mlp.bfc"},
     {"fcprojw", "mlp.wproj"},  {"fcprojb", "mlp.bproj"}, {"angles", "angles"},       {"psiw", "psi.w"},
     {"psib", "psi.b"},         {"fgw", "forget.w"},      {"fgb", "forget.b"},        {"hhw", "householder.w"},
-    {"hhb", "householder.b"},  {"hhu", "householder.u"}, {"hhc", "householder.c"},
+    {"hhb", "householder.b"},  {"hhu", "householder.u"}, {"hhc", "householder.c"},   {"wte", "embed"},
+    {"lnfw", "ln_f.weight"},   {"lnfb", "ln_f.bias"},
 };
 
 }  // namespace
@@ -39,11 +40,7 @@ std::vector<ExportTensor> export_layout(const ModelConfig& m) {
     const std::size_t dot = t.name.find('.');
     const std::string leaf = dot == std::string::npos ? t.name : t.name.substr(dot + 1);
     const std::string prefix = dot == std::string::npos ? "" : "layers." + t.name.substr(5, dot - 5) + ".";
-    if (t.name == "wte") {
-      out.push_back({"embed", t.shape, t.offset, t.size});
-    } else if (t.name == "lnfw" || t.name == "lnfb") {
-      out.push_back({t.name == "lnfw" ? "ln_f.weight" : "ln_f.bias", t.shape, t.offset, t.size});
-    } else if (leaf == "qkvw" || leaf == "qkvb") {
+    if (leaf == "qkvw" || leaf == "qkvb") {
       // (3C, C) and (3C): three (C, C) and (C) tensors, q then k then v.
       std::vector<int64_t> shape = t.shape;
       shape[0] /= 3;
@@ -89,9 +86,8 @@ void export_run(const std::string& run_dir, const std::string& out) {
   files.input(config_path(run_dir));
   files.input(checkpoint_path(run_dir));
   files.output(out, "--out");
-  const Checkpoint ck = load_run_checkpoint(run_dir, c);
-  std::ifstream f(checkpoint_path(run_dir), std::ios::binary);
-  const std::string file((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string file;  // the bytes the weights came from, hashed for the metadata
+  const Checkpoint ck = load_run_checkpoint(run_dir, c, &file);
   files.set(out, export_safetensors(c, ck.step, sha256_hex(file.data(), file.size()), ck.params));
   files.commit();
 }
