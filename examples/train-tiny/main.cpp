@@ -8,10 +8,9 @@
 #include <cstdio>
 #include <exception>
 
-#include "data/brown.h"       // load_corpus: the two byte streams, checksummed
-#include "nn/checkpoint.h"    // load_checkpoint
 #include "nn/config.h"        // RunConfig: every key of the TOML, with defaults
 #include "nn/eval.h"          // evaluate: bits per byte over consecutive windows
+#include "nn/experiment.h"    // load_trained_run: config, checked checkpoint, model, corpus
 #include "nn/train.h"         // train_run
 #include "base/version.h"
 
@@ -38,12 +37,9 @@ int main(int argc, char** argv) {
                 c.model.scheme.c_str(), s.final_loss);
 
     // The final weights, read back from the run directory as `routelab eval` does.
-    const nn::Checkpoint ck = nn::load_checkpoint(nn::checkpoint_path(argv[2]));
-    nn::Model<float> model(c.model, c.train.seed);  // the seed also draws random schemes' angles
-    model.params.assign(ck.params.begin(), ck.params.end());
-    const data::Corpus corpus = data::load_corpus(c.corpus);
-    for (int64_t L : {int64_t(c.model.context), int64_t(4 * c.model.context)}) {
-      const nn::EvalResult r = nn::evaluate(model, corpus.val, L);
+    const nn::TrainedRun run = nn::load_trained_run(argv[2], "1x,4x");
+    for (int64_t L : run.lengths) {
+      const nn::EvalResult r = nn::evaluate(*run.model, run.corpus.val, L);
       std::printf("  eval at L = %3lld: %.4f bits per byte over %lld windows\n", (long long)L, r.bits_per_byte,
                   (long long)r.windows);
     }
