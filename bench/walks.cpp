@@ -276,15 +276,10 @@ int main(int argc, char** argv) {
   omp_set_num_threads(1);
   Eigen::setNbThreads(1);
 
-  // What this binary was built for and which kernels its draws run.
-#if defined(__AVX512F__)
-  const char* isa = "avx512";
-#elif defined(__AVX2__)
-  const char* isa = "avx2";
-#else
-  const char* isa = "baseline";
-#endif
-  std::printf("isa build=%s philox=%s normal_log=%s\n", isa, philox_path_name(philox_build_path()), normal_log_path());
+  // What this binary was built for (the widest vector unit, the one the
+  // Philox kernel is chosen by) and which kernels its draws run.
+  const char* isa = philox_path_name(philox_build_path());
+  std::printf("isa build=%s philox=%s normal_log=%s\n", isa, isa, normal_log_path());
 
   const bool all = which == "all";
   const Rates r = measure_rates();
