@@ -278,6 +278,26 @@ def read_eval_bpb(path):
     return {int(r["eval_len"]): float(r["bits_per_byte"]) for r in rows}
 
 
+# How close routelab's numbers must be: bits per byte relative, each position's loss as |a - b| / max(1, |b|).
+TOL_BPB, TOL_LOSS = 1e-5, 1e-4
+
+
+def compare(model, stream, L, their_bpb=None, their_losses=None):
+    """The model over `stream` in windows of L, against routelab's numbers where given: (our per-position losses,
+    windows, bits per byte, the relative difference from their_bpb or None, the largest per-position difference
+    from their_losses, inf where those are not the same positions, or None)."""
+    ours, windows = evaluate(model, stream, L)
+    bpb = ours.sum() / len(ours) / math.log(2.0)
+    rel = None if their_bpb is None else abs(their_bpb - bpb) / abs(bpb)
+    if their_losses is None:
+        worst = None
+    elif len(their_losses) != len(ours):
+        worst = math.inf
+    else:
+        worst = float((np.abs(their_losses - ours) / np.maximum(1.0, np.abs(ours))).max())
+    return ours, windows, bpb, rel, worst
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model", nargs="?", help="a routelab export file (.safetensors)")
@@ -285,8 +305,8 @@ def main():
     ap.add_argument("--lengths", default="", help="comma-separated window lengths (default: the training length)")
     ap.add_argument("--losses", help="routelab eval --losses CSV to compare with")
     ap.add_argument("--eval-csv", help="routelab eval's CSV (bits per byte) to compare with")
-    ap.add_argument("--tol-bpb", type=float, default=1e-5)
-    ap.add_argument("--tol-loss", type=float, default=1e-4)
+    ap.add_argument("--tol-bpb", type=float, default=TOL_BPB)
+    ap.add_argument("--tol-loss", type=float, default=TOL_LOSS)
     ap.add_argument("--dtype", default="float64", choices=["float64", "float32"])
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--self-test", action="store_true", help="Philox4x32-10 against Random123's known answers")
@@ -310,25 +330,22 @@ def main():
     ok = True
     print("eval_len,windows,tokens,bits_per_byte")
     for L in lengths:
-        ours, windows = evaluate(model, stream, L)
-        bpb = ours.sum() / len(ours) / math.log(2.0)
+        ours, windows, bpb, rel, d = compare(model, stream, L, their_bpb.get(L), theirs.get(L) if a.losses else None)
         print(f"{L},{windows},{len(ours)},{bpb!r}", flush=True)
-        if L in their_bpb:
-            rel = abs(their_bpb[L] - bpb) / abs(bpb)
+        if rel is not None:
             good = rel <= a.tol_bpb
             ok &= good
             print(f"# {meta['scheme']} L={L}: bits/byte torch {bpb:.9f} routelab {their_bpb[L]:.9f}, relative "
                   f"difference {rel:.2e} ({'ok' if good else 'FAILS'} at {a.tol_bpb:g})", file=sys.stderr)
         if a.losses:
-            if L not in theirs or len(theirs[L]) != len(ours):
+            if L not in theirs or d == math.inf:
                 print(f"# {meta['scheme']} L={L}: {a.losses} has no losses at this length, or not {len(ours)}",
                       file=sys.stderr)
                 ok = False
                 continue
-            d = np.abs(theirs[L] - ours) / np.maximum(1.0, np.abs(ours))
-            good = d.max() <= a.tol_loss
+            good = d <= a.tol_loss
             ok &= good
-            print(f"# {meta['scheme']} L={L}: per-position losses, largest |a - b| / max(1, |b|) {d.max():.2e} "
+            print(f"# {meta['scheme']} L={L}: per-position losses, largest |a - b| / max(1, |b|) {d:.2e} "
                   f"({'ok' if good else 'FAILS'} at {a.tol_loss:g}) over {len(ours)} positions", file=sys.stderr)
     return 0 if ok else 1
 
