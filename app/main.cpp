@@ -101,10 +101,7 @@ int cmd_sim(const std::vector<std::string>& args) {
 
 int cmd_families() {
   for (const auto& f : families()) {
-    Params p;
-    for (const auto& spec : family_flags()) p[spec.name] = spec.default_value;
-    p["family"] = f.name;
-    if (f.default_d) p["d"] = std::to_string(f.default_d);
+    const Params p = default_params(f);
     std::string flags;
     for (const auto& fl : f.flags) flags += (flags.empty() ? "--" : " --") + fl;
     std::printf("%s\n  %s\n  flags: %s\n  determinant: %s\n", f.name.c_str(), f.summary.c_str(), flags.c_str(),

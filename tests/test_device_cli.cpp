@@ -101,7 +101,6 @@ TEST(device_cli, the_gpu_family_list_names_exactly_the_families_with_a_kernel) {
     const std::string d = f.default_d ? std::to_string(f.default_d) : "4";
     const auto p = routelab::testing::params_for(f.name, {{"d", d}});
     const bool has_kernel = routelab::make_step_law(p)->kernel().has_value();
-    EXPECT_EQ(f.gpu, has_kernel);
     EXPECT_EQ(listed.find(", " + f.name + ",") != std::string::npos, has_kernel);
     EXPECT_EQ(routelab::gpu_family_refusal(p).empty(), has_kernel);
   }

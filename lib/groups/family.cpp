@@ -130,10 +130,18 @@ const FamilyInfo& family_info(const std::string& name) {
   throw BadInput("family", fmt::format("unknown family '{}'; accepts {}", name, names));
 }
 
+Params default_params(const FamilyInfo& f) {
+  Params p;
+  for (const auto& spec : family_flags()) p[spec.name] = spec.default_value;
+  p["family"] = f.name;
+  if (f.default_d) p["d"] = std::to_string(f.default_d);
+  return p;
+}
+
 std::string gpu_family_names() {
   std::string names;
   for (const auto& f : families())
-    if (f.gpu) names += (names.empty() ? "" : ", ") + f.name;
+    if (make_step_law(default_params(f))->kernel()) names += (names.empty() ? "" : ", ") + f.name;
   return names;
 }
 

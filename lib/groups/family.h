@@ -57,7 +57,6 @@ struct FamilyInfo {
   std::function<std::unique_ptr<StepLaw>(const Params&)> make;
   std::string paper_label;         // the result its spectral gap checks (spectral-gap's `result`)
   int default_d = 0;               // d for `routelab families` when the flag default does not fit (0: it does)
-  bool gpu = true;                 // has a GPU path (kernel()); tests hold this against the law
   // haar-mixing's labels: the result its trace moments check, and the one a
   // law of this family that cannot mix (haar_limit() == no) is a control of.
   std::string moments_label = "Theorem 4";
@@ -68,7 +67,11 @@ struct FamilyInfo {
 const std::vector<FlagSpec>& family_flags();
 const std::vector<FamilyInfo>& families();
 const FamilyInfo& family_info(const std::string& name);  // throws BadInput("family", ...)
-// "so2, givens, ...": the families with a GPU path, for refusals.
+// Every family flag at its default, "family" = f.name, and d = f.default_d
+// where it is set: the law `routelab families` describes.
+Params default_params(const FamilyInfo& f);
+// "so2, givens, ...": the families whose default law has a GPU path
+// (StepLaw::kernel()), for refusals.
 std::string gpu_family_names();
 
 // Builds the law for one parameter point (p["family"] names it).
