@@ -13,6 +13,8 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace routelab::testing {
 
@@ -96,6 +98,18 @@ inline void expect_refusal(const CliResult& r, const std::string& says) {
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+// Each (arguments, what the line says) run in `dir`: a refusal as above that
+// leaves every file in `dir` as it was.
+inline void expect_refusals_touch_nothing(const std::vector<std::pair<const char*, const char*>>& cases,
+                                          const fs::path& dir) {
+  for (const auto& [args, says] : cases) {
+    SCOPED_TRACE(args);
+    const auto before = snapshot(dir);
+    expect_refusal(run_routelab(args, dir, dir), says);
+    EXPECT_EQ(snapshot(dir), before) << "a refusal touched a file";
+  }
 }
 
 }  // namespace routelab::testing

@@ -214,7 +214,7 @@ TEST(export_cli, writes_the_checkpoint_and_refuses_bad_input) {
   fs::create_directories(tmp / "damaged");
   spit(tmp / "damaged/config.toml", slurp(tmp / "run/config.toml"));
   spit(tmp / "damaged/checkpoint.bin", damaged);
-  const std::pair<const char*, const char*> cases[] = {
+  const std::vector<std::pair<const char*, const char*>> cases = {
       {"export --run run --out m.bin", "name a file FILE.safetensors"},
       {"export --run run --out .safetensors", "name a file FILE.safetensors"},
       {"export --run run --out nodir/m.safetensors", "does not exist"},
@@ -227,12 +227,7 @@ TEST(export_cli, writes_the_checkpoint_and_refuses_bad_input) {
       {"export --out x.safetensors", "--run is required"},
       {"export --run run --out x.safetensors --steps 3", "--steps"},
   };
-  for (const auto& [args, says] : cases) {
-    SCOPED_TRACE(args);
-    const auto before = snapshot(tmp.path);
-    expect_refusal(run_routelab(args, tmp.path, tmp.path), says);
-    EXPECT_EQ(snapshot(tmp.path), before) << "a refusal touched a file";
-  }
+  expect_refusals_touch_nothing(cases, tmp.path);
 }
 
 TEST(export_cli, eval_losses_are_every_position_and_change_no_other_output) {
@@ -283,18 +278,13 @@ TEST(export_cli, eval_losses_are_every_position_and_change_no_other_output) {
   }
   EXPECT_EQ(lengths, 2);
 
-  const std::pair<const char*, const char*> cases[] = {
+  const std::vector<std::pair<const char*, const char*>> cases = {
       {"eval --run run --lengths 1x --out c.csv --losses ''", "--losses: an empty path"},
       {"eval --run run --lengths 1x --out c.csv --losses run/checkpoint.bin", "also an input"},
       {"eval --run run --lengths 1x --out c.csv --losses c.csv", "--losses"},
       {"eval --run run --lengths 1x --out c.csv --losses nodir/l.csv", "does not exist"},
   };
-  for (const auto& [args, says] : cases) {
-    SCOPED_TRACE(args);
-    const auto before = snapshot(tmp.path);
-    expect_refusal(run_routelab(args, tmp.path, tmp.path), says);
-    EXPECT_EQ(snapshot(tmp.path), before) << "a refusal touched a file";
-  }
+  expect_refusals_touch_nothing(cases, tmp.path);
 }
 
 }  // namespace
