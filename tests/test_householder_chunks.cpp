@@ -1,0 +1,204 @@
+// The GPU's blocked Householder algorithm (cuda/householder_chunks.h), run on
+// the host: forward and every gradient against nn/householder.h's tiled
+// reference in float, with the kernels' work split (one team a chunk to build
+// them, query chunks over several forward workers, one team a head backward)
+// and their scratch layout. The team is one thread, or an OpenMP team of
+// three standing for a thread block: its bytes must equal the one thread's
+// (each entry is one thread's sum in a fixed order), and a missing barrier
+// would show as a race here. Lengths below one chunk, at a ragged end and over
+// many chunks; both modes; with and without value transport. Only the block
+// policy (cuda/householder.cu's BlockTeam) is left to
+// tests/test_gpu_householder.cpp.
+// Tolerance (RMS difference over RMS reference): 1e-5, as for the CPU's own
+// blocked path against the tiles (nn_householder): float sums in another
+// order (measured: at most 8.7e-7 over these cases). A planted error (value
+// transport switched) must exceed it 100 times.
+#include <gtest/gtest.h>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cuda/householder_chunks.h"
+#include "nn/householder.h"
+#include "rng/stream.h"
+
+namespace {
+
+using namespace routelab;
+using routelab::nn::AttentionShape;
+
+constexpr double kTolerance = 1e-5;
+
+// A team of OpenMP threads, as a thread block on the GPU.
+struct OmpTeam {
+  int rank() const { return omp_get_thread_num(); }
+  int size() const { return omp_get_num_threads(); }
+  void sync() const {
+#pragma omp barrier
+  }
+};
+
+struct Inputs {
+  AttentionShape s;
+  std::vector<float> q, k, v, w, beta, d_o;
+};
+
+// Unit w; beta ~ U(0, 2) (PaTH's steps) or 2 (reflections).
+Inputs inputs(AttentionShape s, bool reflections, uint64_t seed) {
+  Stream rs(seed, 0);
+  const std::size_t n = std::size_t(s.B) * s.H * s.T * s.hd;
+  Inputs in{s, {}, {}, {}, {}, {}, {}};
+  for (auto* x : {&in.q, &in.k, &in.v, &in.w, &in.d_o}) {
+    x->resize(n);
+    for (auto& e : *x) e = float(rs.normal());
+  }
+  for (std::size_t t = 0; t < n / s.hd; ++t) {
+    float* wt = in.w.data() + t * s.hd;
+    double norm = 0;
+    for (int c = 0; c < s.hd; ++c) norm += double(wt[c]) * wt[c];
+    for (int c = 0; c < s.hd; ++c) wt[c] = float(wt[c] / std::sqrt(norm));
+    in.beta.push_back(reflections ? 2.0f : float(rs.uniform(0.0, 2.0)));
+  }
+  return in;
+}
+
+struct Grads {
+  std::vector<float> o, dq, dk, dv, dw, dbeta;
+};
+
+Grads zeros(const Inputs& in) {
+  const std::size_t n = in.q.size();
+  return {std::vector<float>(n), std::vector<float>(n), std::vector<float>(n), std::vector<float>(n),
+          std::vector<float>(n), std::vector<float>(in.beta.size())};
+}
+
+// f(team) on one host thread, or on an OpenMP team of `threads`.
+template <class F>
+void on_team(int threads, F&& f) {
+  if (threads == 1) return f(cuda::HostTeam{});
+#pragma omp parallel num_threads(threads)
+  f(OmpTeam{});
+}
+
+// The kernels' work on the host: chunks built one team each; query chunk m to
+// forward worker m mod workers, each with its own workspace; backward one
+// team a head, on chunks built again and gradients starting at 0.
+Grads chunks_on_host(const Inputs& in, bool values, int C, int workers, int threads) {
+  const AttentionShape& s = in.s;
+  const cuda::ChunkPlan p = cuda::chunk_plan(s.T, s.hd, C);
+  Grads g = zeros(in);
+  for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
+    const cuda::ChunkHead h =
+        cuda::chunk_head(in.q.data(), in.k.data(), in.v.data(), in.w.data(), in.beta.data(), bh, s);
+    const int64_t at = bh * s.T * s.hd;
+    std::vector<float> area(p.M * cuda::chunk_floats(p), NAN);
+    for (int n = 0; n < p.M; ++n)
+      on_team(threads, [&](const auto& team) { cuda::chunk_build(team, p, h, area.data(), n, values); });
+    for (int worker = 0; worker < workers; ++worker) {
+      std::vector<float> work(cuda::chunk_work_floats(p, false), NAN);
+      const cuda::ChunkWork wk = cuda::chunk_work(p, work.data(), false);
+      for (int m = worker; m < p.M; m += workers)
+        on_team(threads,
+                [&](const auto& team) { cuda::chunk_forward(team, p, h, area.data(), m, values, wk, g.o.data() + at); });
+    }
+    std::vector<float> area2(area.size(), NAN), work(cuda::chunk_work_floats(p, true), NAN);
+    const cuda::ChunkWork wk = cuda::chunk_work(p, work.data(), true);
+    std::fill(wk.grads, work.data() + work.size(), 0.0f);
+    on_team(threads, [&](const auto& team) {
+      for (int n = 0; n < p.M; ++n) cuda::chunk_build(team, p, h, area2.data(), n, values);
+      cuda::chunk_head_backward(team, p, h, area2.data(), values, wk, in.d_o.data() + at, g.dq.data() + at,
+                                g.dk.data() + at, g.dv.data() + at, g.dw.data() + at, g.dbeta.data() + bh * s.T);
+    });
+  }
+  return g;
+}
+
+Grads tiles_reference(const Inputs& in, bool values) {
+  Grads g = zeros(in);
+  nn::householder_attention_forward(g.o.data(), in.q.data(), in.k.data(), in.v.data(), in.w.data(), in.beta.data(),
+                                    values, in.s, nn::HouseholderPath::tiles);
+  nn::householder_attention_backward(g.dq.data(), g.dk.data(), g.dv.data(), g.dw.data(), g.dbeta.data(),
+                                     in.d_o.data(), in.q.data(), in.k.data(), in.v.data(), in.w.data(),
+                                     in.beta.data(), values, in.s, nn::HouseholderPath::tiles);
+  return g;
+}
+
+double rms_relative(const std::vector<float>& got, const std::vector<float>& want) {
+  double diff = 0, ref = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]), ref += double(want[i]) * want[i];
+  return std::sqrt(diff / std::max(ref, 1e-300));
+}
+
+const char* const kNames[] = {"o", "dq", "dk", "dv", "dw", "dbeta"};
+const std::vector<float>& part(const Grads& g, int x) {
+  const std::vector<float>* parts[] = {&g.o, &g.dq, &g.dk, &g.dv, &g.dw, &g.dbeta};
+  return *parts[x];
+}
+
+// The largest of the six errors; with tol > 0, each must be within it.
+double worst_error(const Grads& got, const Grads& want, const std::string& where, double tol) {
+  double worst = 0;
+  for (int x = 0; x < 6; ++x) {
+    const double e = rms_relative(part(got, x), part(want, x));
+    if (tol > 0) {
+      EXPECT_LT(e, tol) << where << ": " << kNames[x];
+    }
+    worst = std::max(worst, e);
+  }
+  return worst;
+}
+
+struct Case {
+  AttentionShape s;
+  int C;
+};
+// T below one chunk (13 < 16), ragged ends (13 = 3 x 4 + 1, 37, 100), many
+// chunks (100 / 8), the model's chunk at 100, and head widths past the
+// chunk size (hd = 48 > C).
+const Case kCases[] = {{{2, 13, 2, 8}, 16}, {{2, 13, 2, 8}, 4},   {{1, 37, 1, 32}, 16},
+                       {{1, 100, 1, 16}, 8}, {{1, 100, 2, 32}, nn::householder_chunk(100)}, {{1, 21, 1, 48}, 8}};
+
+std::string describe(const Case& c, bool reflections, bool values, int workers) {
+  return "T " + std::to_string(c.s.T) + " hd " + std::to_string(c.s.hd) + " C " + std::to_string(c.C) +
+         (reflections ? " reflections" : " path beta") + (values ? " values" : "") + " workers " +
+         std::to_string(workers);
+}
+
+TEST(householder_chunks, host_run_of_the_gpu_blocked_path_matches_the_tiles) {
+  for (const Case& c : kCases)
+    for (bool reflections : {false, true})
+      for (bool values : {false, true}) {
+        const Inputs in = inputs(c.s, reflections, 11);
+        const Grads want = tiles_reference(in, values);
+        for (int workers : {1, 3})
+          worst_error(chunks_on_host(in, values, c.C, workers, 1), want,
+                      describe(c, reflections, values, workers), kTolerance);
+      }
+}
+
+// Three OpenMP threads as one team: the same bytes as one thread.
+TEST(householder_chunks, a_team_of_threads_gives_the_bytes_of_one) {
+  for (const Case& c : {kCases[1], kCases[3], kCases[5]})
+    for (bool values : {false, true}) {
+      const Inputs in = inputs(c.s, false, 12);
+      const Grads one = chunks_on_host(in, values, c.C, 2, 1), team = chunks_on_host(in, values, c.C, 2, 3);
+      for (int x = 0; x < 6; ++x)
+        EXPECT_TRUE(part(one, x) == part(team, x)) << describe(c, false, values, 2) << ": " << kNames[x];
+    }
+}
+
+// Planted error: the chunks without value transport against a reference with
+// it (and the converse) must miss by far more than the tolerance.
+TEST(householder_chunks, planted_error_value_transport_switched_fails) {
+  const Inputs in = inputs(kCases[3].s, false, 11);
+  for (bool values : {false, true})
+    EXPECT_GT(worst_error(chunks_on_host(in, !values, kCases[3].C, 1, 1), tiles_reference(in, values), "planted", 0),
+              100 * kTolerance);
+}
+
+}  // namespace
