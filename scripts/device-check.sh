@@ -2,8 +2,9 @@
 # The one prepared run for a lent GPU (issue 6): build with CUDA, run every
 # GPU test against the CPU reference, then the benchmarks: training tokens/s
 # of the GPU-scale configuration (d_model 512, 8 heads, 8 layers, context 512)
-# beside PyTorch on the same device, in fp32 and TF32, and walk-steps/s of the
-# sims' walks, GPU against CPU. Every step's log, and a summary with each
+# beside PyTorch on the same device, in fp32 and TF32, Householder transport's
+# training tokens/s beside rope's, and walk-steps/s of the sims' walks, GPU
+# against CPU. Every step's log, and a summary with each
 # step's exit status and time, go to $OUT (default out-device/).
 #   OUT=/some/dir bash scripts/device-check.sh          # about 10 minutes on an H200
 #   QUICK=1 bash scripts/device-check.sh                # one round, fewer steps
@@ -58,10 +59,15 @@ else
   echo "   no Python with torch on CUDA: training benchmark skipped" | tee -a "$summary"
   status=1
 fi
+# Householder transport on the device (blocked path) against rope, one
+# build, alternated: training tokens/s at the GPU-scale model, no peer.
+step train-householder "${PYTHON:-python3}" bench/run_train.py --bin build-gpu/routelab --device cuda \
+  --between rope,householder_qkv,householder_qk --rounds 1 --steps "$steps" --warmup 3 \
+  --out "$out/train-householder.csv" || true
 step gpu-walks build-gpu/bench/bench_gpu_walks --scale "$scale" || true
 # The CLI end to end on the device: a short run of each scheme trains and
 # evaluates on the GPU, and its checkpoint evaluates on the CPU too
-# (householder_qkv: the plain O(T^2 hd) transport kernels).
+# (householder_qkv: the blocked transport kernels, cuda/householder_chunks.h).
 for scheme in learned_qkv_forget householder_qkv; do
   step "cli-$scheme" bash -c "set -e; rm -rf '$out/run-$scheme'; cat >'$out/$scheme.toml' <<TOML
 [model]

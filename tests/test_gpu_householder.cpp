@@ -1,7 +1,8 @@
 // CUDA Householder transport (lib/cuda/householder.cu) against the CPU
 // reference (nn/householder.h): the steps from their projections (PaTH's
-// beta and reflections), and attention forward and backward with and without
-// value transport, on ragged lengths, head widths that fill one, two and four
+// beta and reflections), and attention forward and backward, on both GPU
+// paths (blocked, the model's, and rows), with and without value transport,
+// on lengths below one chunk, ragged lengths, head widths that fill one, two and four
 // coordinates per lane (16, 48, 128), batches whose rows split over many
 // warps, and gradients that start non-zero (backward adds). A planted error
 // (value transport switched on the GPU) must fail the same comparison.
@@ -11,6 +12,7 @@
 //   kBackward  5e-5  chains of up to T steps walked back, partial sums per warp
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -30,12 +32,15 @@ class gpu_householder : public GpuTest {};
 struct Case {
   nn::AttentionShape s;
   bool path_beta, values;
+  nn::HouseholderPath path = nn::HouseholderPath::blocked;
 };
+constexpr nn::HouseholderPath kGpuPaths[] = {nn::HouseholderPath::blocked, nn::HouseholderPath::rows};
 
 std::string describe(const Case& c) {
   return "B " + std::to_string(c.s.B) + " T " + std::to_string(c.s.T) + " H " + std::to_string(c.s.H) + " hd " +
          std::to_string(c.s.hd) + (c.path_beta ? ", path beta" : ", reflections") +
-         (c.values ? ", values transported" : "");
+         (c.values ? ", values transported" : "") +
+         (c.path == nn::HouseholderPath::blocked ? ", blocked" : ", rows");
 }
 
 // CPU steps, attention and gradients from random projections; the GPU fed the
@@ -70,10 +75,10 @@ void check_case(const Case& c, uint64_t seed, bool values_on_gpu, double forward
   nn::householder_attention_backward(dq.data(), dk.data(), dv.data(), dw.data(), dbeta.data(), d_o.data(), q.data(),
                                      k.data(), v.data(), w.data(), beta.data(), c.values, s);
   cuda::householder_attention_forward(o_d.data(), q_d.data(), k_d.data(), v_d.data(), w_d.data(), beta_d.data(),
-                                      values_on_gpu, s, scratch);
+                                      values_on_gpu, s, scratch, c.path);
   cuda::householder_attention_backward(dq_d.data(), dk_d.data(), dv_d.data(), dw_d.data(), dbeta_d.data(),
                                        d_o_d.data(), q_d.data(), k_d.data(), v_d.data(), w_d.data(), beta_d.data(),
-                                       values_on_gpu, s, scratch);
+                                       values_on_gpu, s, scratch, c.path);
   if (!expect_pass) {
     EXPECT_GT(rms_relative_error(o_d.download(), o), 100 * forward_tol) << "planted error not caught in o";
     EXPECT_GT(rms_relative_error(dv_d.download(), dv), 100 * backward_tol) << "planted error not caught in dv";
@@ -98,22 +103,52 @@ void check_case(const Case& c, uint64_t seed, bool values_on_gpu, double forward
   if (c.path_beta) expect_close("steps dbeta_logit", dlogit_d, dlogit, kSteps);
 }
 
-// 37 rows: a ragged length; head widths 16, 48 and 128.
+// 13 rows (below the blocked path's chunk of 16), 37 (a ragged end); head
+// widths 16, 48 and 128.
 TEST_F(gpu_householder, steps_and_attention_match_cpu) {
-  for (const nn::AttentionShape s : {nn::AttentionShape{2, 37, 3, 16}, {1, 37, 2, 48}, {1, 21, 1, 128}})
+  for (const nn::AttentionShape s :
+       {nn::AttentionShape{2, 13, 2, 16}, {2, 37, 3, 16}, {1, 37, 2, 48}, {1, 21, 1, 128}})
     for (bool path_beta : {true, false})
-      for (bool values : {false, true}) check_case({s, path_beta, values}, 3, values, kForward, kBackward);
+      for (bool values : {false, true})
+        for (nn::HouseholderPath path : kGpuPaths) check_case({s, path_beta, values, path}, 3, values, kForward, kBackward);
 }
 
-// One head of 300 rows (many warps per head) and a batch of many heads (few).
+// One head of 300 rows (many chunks, many warps per head), one of 1000 (the
+// chunk of 48), and a batch of many heads (few of either).
 TEST_F(gpu_householder, long_heads_and_many_heads_match_cpu) {
-  for (const nn::AttentionShape s : {nn::AttentionShape{1, 300, 1, 64}, {8, 64, 8, 32}})
-    for (bool values : {false, true}) check_case({s, true, values}, 5, values, kForward, kBackward);
+  for (const nn::AttentionShape s : {nn::AttentionShape{1, 300, 1, 64}, {1, 1000, 1, 32}, {8, 64, 8, 32}})
+    for (bool values : {false, true})
+      for (nn::HouseholderPath path : kGpuPaths) check_case({s, true, values, path}, 5, values, kForward, kBackward);
+}
+
+// The blocked path: the same bytes on a second run (no atomics).
+TEST_F(gpu_householder, blocked_path_gives_the_same_bytes_twice) {
+  const nn::AttentionShape s{2, 200, 2, 32};
+  const std::size_t n = std::size_t(s.B) * s.H * s.T * s.hd, steps = std::size_t(s.B) * s.H * s.T;
+  std::vector<float> w = random_floats(n, 1), beta(steps, 2.0f);
+  for (std::size_t t = 0; t < steps; ++t) {  // unit steps
+    float norm = 0;
+    for (int c = 0; c < s.hd; ++c) norm += w[t * s.hd + c] * w[t * s.hd + c];
+    for (int c = 0; c < s.hd; ++c) w[t * s.hd + c] /= std::sqrt(norm);
+  }
+  const DeviceBuffer<float> q(random_floats(n, 2)), k(random_floats(n, 3)), v(random_floats(n, 4)), w_d(w),
+      beta_d(beta), d_o(random_floats(n, 5));
+  auto run = [&] {
+    DeviceBuffer<float> o(n), dq(n), dk(n), dv(n), dw(n), dbeta(steps), scratch;
+    cuda::householder_attention_forward(o.data(), q.data(), k.data(), v.data(), w_d.data(), beta_d.data(), true, s,
+                                        scratch);
+    cuda::householder_attention_backward(dq.data(), dk.data(), dv.data(), dw.data(), dbeta.data(), d_o.data(),
+                                         q.data(), k.data(), v.data(), w_d.data(), beta_d.data(), true, s, scratch);
+    return std::vector<std::vector<float>>{o.download(), dq.download(), dk.download(), dv.download(), dw.download(),
+                                           dbeta.download()};
+  };
+  EXPECT_TRUE(run() == run());
 }
 
 TEST_F(gpu_householder, planted_error_value_transport_switched_fails) {
   for (bool values : {false, true})
-    check_case({{2, 37, 2, 16}, true, values}, 3, !values, kForward, kBackward, false);
+    for (nn::HouseholderPath path : kGpuPaths)
+      check_case({{2, 37, 2, 16}, true, values, path}, 3, !values, kForward, kBackward, false);
 }
 
 }  // namespace

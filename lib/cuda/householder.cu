@@ -1,6 +1,7 @@
 // CUDA kernels of Householder transport; the contract is in cuda/householder.h,
-// the row algorithm in cuda/householder_rows.h (shared with the host tests),
-// the per-step arithmetic in nn/householder_step.h (shared with the CPU).
+// the blocked algorithm in cuda/householder_chunks.h and the row algorithm in
+// cuda/householder_rows.h (both shared with the host tests), the per-step
+// arithmetic in nn/householder_step.h (shared with the CPU).
 #include "cuda/householder.h"
 
 #include <algorithm>
@@ -10,7 +11,9 @@
 
 #include "cuda/attention.h"
 #include "cuda/common.cuh"
+#include "cuda/householder_chunks.h"
 #include "cuda/householder_rows.h"
+#include "nn/householder.h"
 #include "nn/householder_step.h"
 
 namespace routelab::cuda {
@@ -146,6 +149,45 @@ __global__ void householder_partials_kernel(float* dk, float* dv, float* dw, flo
   }
 }
 
+// The blocked path: a team is one block of kThreads threads.
+struct BlockTeam {
+  __device__ int rank() const { return int(threadIdx.x); }
+  __device__ int size() const { return int(blockDim.x); }
+  __device__ void sync() const { __syncthreads(); }
+};
+
+// Block bh M + n builds chunk n of head bh in `areas` (M chunk_floats a head).
+__global__ void __launch_bounds__(kThreads) chunk_build_kernel(const float* q, const float* k, const float* v, const float* w, const float* beta,
+                                   bool values, AttentionShape s, ChunkPlan p, float* areas) {
+  const int64_t bh = blockIdx.x / p.M;
+  const int n = int(blockIdx.x % p.M);
+  chunk_build(BlockTeam{}, p, chunk_head(q, k, v, w, beta, bh, s), areas + bh * p.M * chunk_floats(p), n, values);
+}
+
+// Block bh workers + worker runs query chunks worker, worker + workers, ...
+__global__ void __launch_bounds__(kThreads) chunk_forward_kernel(float* o, const float* q, const float* k, const float* v, const float* w,
+                                     const float* beta, bool values, AttentionShape s, ChunkPlan p, float* areas,
+                                     float* work, int workers) {
+  const int64_t bh = blockIdx.x / workers;
+  const int worker = int(blockIdx.x % workers);
+  const std::size_t floats = chunk_work_floats(p, false);
+  const ChunkWork wk = chunk_work(p, work + (bh * workers + worker) * floats, false);
+  const ChunkHead h = chunk_head(q, k, v, w, beta, bh, s);
+  for (int m = worker; m < p.M; m += workers)
+    chunk_forward(BlockTeam{}, p, h, areas + bh * p.M * chunk_floats(p), m, values, wk, o + bh * s.T * s.hd);
+}
+
+// Block bh: the whole head's backward, its chunk gradients (zeroed) in work.
+__global__ void __launch_bounds__(kThreads) chunk_backward_kernel(float* dq, float* dk, float* dv, float* dw, float* dbeta, const float* d_o,
+                                      const float* q, const float* k, const float* v, const float* w,
+                                      const float* beta, bool values, AttentionShape s, ChunkPlan p, float* areas,
+                                      float* work) {
+  const int64_t bh = blockIdx.x, at = bh * s.T * s.hd;
+  const ChunkWork wk = chunk_work(p, work + bh * chunk_work_floats(p, true), true);
+  chunk_head_backward(BlockTeam{}, p, chunk_head(q, k, v, w, beta, bh, s), areas + bh * p.M * chunk_floats(p),
+                      values, wk, d_o + at, dq + at, dk + at, dv + at, dw + at, dbeta + bh * s.T);
+}
+
 // One thread per step (b, t, h): bth = (b T + t) H + h, bht = (b H + h) T + t.
 __global__ void householder_steps_forward_kernel(float* w, float* beta, const float* z, const float* beta_logit,
                                                  AttentionShape s) {
@@ -203,6 +245,92 @@ float* scratch_of(DeviceBuffer<float>& scratch, std::size_t n) {
   return scratch.data();
 }
 
+void rows_forward(float* o, const float* q, const float* k, const float* v, const float* w, const float* beta,
+                  bool values, AttentionShape s, DeviceBuffer<float>& scratch) {
+  const int64_t heads = int64_t(s.B) * s.H;
+  const int workers = householder_workers(s, false);
+  float* S = scratch_of(scratch, std::size_t(heads) * workers * householder_work_floats(s.T, s.hd, false));
+  const unsigned blocks = unsigned(heads * (workers / kWarpsPerBlock));
+  const dim3 block(kWarpSize, kWarpsPerBlock);
+  by_head_width(s.hd, [&](auto nc) {
+    householder_forward_kernel<decltype(nc)::value><<<blocks, block>>>(o, q, k, v, w, beta, values, s, S, workers);
+  });
+}
+
+void rows_backward(float* dq, float* dk, float* dv, float* dw, float* dbeta, const float* d_o, const float* q,
+                   const float* k, const float* v, const float* w, const float* beta, bool values, AttentionShape s,
+                   DeviceBuffer<float>& scratch) {
+  const int64_t heads = int64_t(s.B) * s.H;
+  const int workers = householder_workers(s, true);
+  const std::size_t n = std::size_t(heads) * workers * householder_work_floats(s.T, s.hd, true);
+  float* work = scratch_of(scratch, n);
+  CUDA_CHECK(cudaMemset(work, 0, n * sizeof(float)));  // the partial sums start at 0
+  const unsigned blocks = unsigned(heads * (workers / kWarpsPerBlock));
+  const dim3 block(kWarpSize, kWarpsPerBlock);
+  by_head_width(s.hd, [&](auto nc) {
+    householder_backward_kernel<decltype(nc)::value>
+        <<<blocks, block>>>(dq, d_o, q, k, v, w, beta, values, s, work, workers);
+  });
+  const int64_t sums = heads * (3 * int64_t(s.T) * s.hd + s.T);
+  householder_partials_kernel<<<grid_blocks(sums), kThreads>>>(dk, dv, dw, dbeta, work, s, workers);
+  check_launch();
+}
+
+
+// The blocked path's plan: nn::householder_chunk(T) steps a chunk, the CPU's
+// tuned size (not yet tuned on a device).
+ChunkPlan blocked_plan(const AttentionShape& s) {
+  const ChunkPlan p = chunk_plan(s.T, s.hd, nn::householder_chunk(s.T));
+  if (int64_t(s.B) * s.H * p.M > INT32_MAX)
+    throw std::invalid_argument("cuda householder: " + std::to_string(int64_t(s.B) * s.H) + " heads of " +
+                                std::to_string(p.M) + " chunks exceed one launch's grid");
+  return p;
+}
+
+// Forward workers per head: enough blocks to fill the device (about 2^10),
+// no more than the head has chunks, their workspaces under about 1 GiB.
+int blocked_workers(const AttentionShape& s, const ChunkPlan& p) {
+  const int64_t heads = int64_t(s.B) * s.H;
+  const int64_t bytes = int64_t(chunk_work_floats(p, false)) * int64_t(sizeof(float));
+  const int64_t w = std::min<int64_t>({(int64_t(1) << 10) / heads, (int64_t(1) << 30) / (heads * bytes), p.M});
+  return int(std::max<int64_t>(w, 1));
+}
+
+void blocked_forward(float* o, const float* q, const float* k, const float* v, const float* w, const float* beta,
+                     bool values, AttentionShape s, DeviceBuffer<float>& scratch) {
+  const int64_t heads = int64_t(s.B) * s.H;
+  const ChunkPlan p = blocked_plan(s);
+  const int workers = blocked_workers(s, p);
+  const std::size_t areas = std::size_t(heads) * p.M * chunk_floats(p);
+  float* base = scratch_of(scratch, areas + std::size_t(heads) * workers * chunk_work_floats(p, false));
+  chunk_build_kernel<<<unsigned(heads * p.M), kThreads>>>(q, k, v, w, beta, values, s, p, base);
+  check_launch();
+  chunk_forward_kernel<<<unsigned(heads * workers), kThreads>>>(o, q, k, v, w, beta, values, s, p, base,
+                                                                base + areas, workers);
+  check_launch();
+}
+
+void blocked_backward(float* dq, float* dk, float* dv, float* dw, float* dbeta, const float* d_o, const float* q,
+                      const float* k, const float* v, const float* w, const float* beta, bool values,
+                      AttentionShape s, DeviceBuffer<float>& scratch) {
+  const int64_t heads = int64_t(s.B) * s.H;
+  const ChunkPlan p = blocked_plan(s);
+  const std::size_t areas = std::size_t(heads) * p.M * chunk_floats(p);
+  const std::size_t work = std::size_t(heads) * chunk_work_floats(p, true);
+  float* base = scratch_of(scratch, areas + work);
+  CUDA_CHECK(cudaMemset(base + areas, 0, work * sizeof(float)));  // the chunk gradients start at 0
+  chunk_build_kernel<<<unsigned(heads * p.M), kThreads>>>(q, k, v, w, beta, values, s, p, base);
+  check_launch();
+  chunk_backward_kernel<<<unsigned(heads), kThreads>>>(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s, p,
+                                                       base, base + areas);
+  check_launch();
+}
+
+void require_gpu_path(nn::HouseholderPath path, const char* what) {
+  if (path == nn::HouseholderPath::tiles)
+    throw std::invalid_argument(std::string(what) + ": path tiles is the CPU's; the GPU has blocked and rows");
+}
+
 }  // namespace
 
 void householder_steps_forward(float* w, float* beta, const float* z, const float* beta_logit, AttentionShape s) {
@@ -221,38 +349,28 @@ void householder_steps_backward(float* dz, float* dbeta_logit, const float* dw, 
 }
 
 void householder_attention_forward(float* o, const float* q, const float* k, const float* v, const float* w,
-                                   const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch) {
+                                   const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch,
+                                   nn::HouseholderPath path) {
   require_householder_shape(s, "householder_attention_forward");
-  const int64_t heads = int64_t(s.B) * s.H;
-  if (heads * s.T == 0) return;
-  const int workers = householder_workers(s, false);
-  float* S = scratch_of(scratch, std::size_t(heads) * workers * householder_work_floats(s.T, s.hd, false));
-  const unsigned blocks = unsigned(heads * (workers / kWarpsPerBlock));
-  const dim3 block(kWarpSize, kWarpsPerBlock);
-  by_head_width(s.hd, [&](auto nc) {
-    householder_forward_kernel<decltype(nc)::value><<<blocks, block>>>(o, q, k, v, w, beta, values, s, S, workers);
-  });
+  require_gpu_path(path, "householder_attention_forward");
+  if (int64_t(s.B) * s.H * s.T == 0) return;
+  if (path == nn::HouseholderPath::blocked)
+    blocked_forward(o, q, k, v, w, beta, values, s, scratch);
+  else
+    rows_forward(o, q, k, v, w, beta, values, s, scratch);
 }
 
 void householder_attention_backward(float* dq, float* dk, float* dv, float* dw, float* dbeta, const float* d_o,
                                     const float* q, const float* k, const float* v, const float* w,
-                                    const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch) {
+                                    const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch,
+                                    nn::HouseholderPath path) {
   require_householder_shape(s, "householder_attention_backward");
-  const int64_t heads = int64_t(s.B) * s.H;
-  if (heads * s.T == 0) return;
-  const int workers = householder_workers(s, true);
-  const std::size_t n = std::size_t(heads) * workers * householder_work_floats(s.T, s.hd, true);
-  float* work = scratch_of(scratch, n);
-  CUDA_CHECK(cudaMemset(work, 0, n * sizeof(float)));  // the partial sums start at 0
-  const unsigned blocks = unsigned(heads * (workers / kWarpsPerBlock));
-  const dim3 block(kWarpSize, kWarpsPerBlock);
-  by_head_width(s.hd, [&](auto nc) {
-    householder_backward_kernel<decltype(nc)::value>
-        <<<blocks, block>>>(dq, d_o, q, k, v, w, beta, values, s, work, workers);
-  });
-  const int64_t sums = heads * (3 * int64_t(s.T) * s.hd + s.T);
-  householder_partials_kernel<<<grid_blocks(sums), kThreads>>>(dk, dv, dw, dbeta, work, s, workers);
-  check_launch();
+  require_gpu_path(path, "householder_attention_backward");
+  if (int64_t(s.B) * s.H * s.T == 0) return;
+  if (path == nn::HouseholderPath::blocked)
+    blocked_backward(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s, scratch);
+  else
+    rows_backward(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s, scratch);
 }
 
 }  // namespace routelab::cuda

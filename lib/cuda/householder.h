@@ -1,12 +1,22 @@
 // Householder transport inside attention (PaTH) on a CUDA device: the same
 // functions, layouts and semantics as nn/householder.h (the CPU reference
-// they are tested against in tests/test_gpu_attention.cpp), for float, over
-// device pointers. The plain O(T^2 hd) form: one warp per query row at a
-// time, carrying u = q_i down the keys and the values up (the algorithm of
-// cuda/householder_rows.h, which the CPU tests run on the host too). Memory
-// stays linear in T: forward keeps one row's T scores per warp, backward a
-// row's chains and each warp's partial dk, dv, dw, dbeta (T x (5 hd + 3)
-// floats per warp), in `scratch`, grown as needed.
+// they are tested against in tests/test_gpu_householder.cpp), for float, over
+// device pointers. Two paths (nn::HouseholderPath; the CPU's tiles is
+// refused):
+//   blocked  (the model's) PaTH's chunked algorithm, cuda/householder_chunks.h,
+//            which the CPU tests run on the host too: one block builds each
+//            chunk's UT products; forward spreads a head's query chunks over
+//            several blocks; backward is one block a head, its query chunks in
+//            order (the key chunks' gradients collect over them without
+//            atomics). Scratch per head: the chunks (about 4 T (c + hd)
+//            floats), and per block c T scores, backward also c T score
+//            gradients and the chunks' gradients.
+//   rows     the plain form: one warp per query row at a time, carrying
+//            u = q_i down the keys and the values up (cuda/householder_rows.h,
+//            also run on the host by the CPU tests); forward keeps one row's T
+//            scores per warp, backward a row's chains and each warp's partial
+//            dk, dv, dw, dbeta (T x (5 hd + 3) floats per warp).
+// Both keep memory linear in T, in `scratch`, grown as needed.
 // Head dimension: at most kMaxHeadDim (cuda/attention.h).
 // Expected agreement with the CPU (RMS difference over RMS reference): steps
 // ~1e-7 (the same code, nn/householder_step.h); attention ~1e-6 forward,
@@ -15,6 +25,7 @@
 
 #include "cuda/buffer.h"
 #include "nn/attention.h"
+#include "nn/householder.h"
 
 namespace routelab::cuda {
 
@@ -29,10 +40,12 @@ void householder_steps_backward(float* dz, float* dbeta_logit, const float* dw, 
 
 // o = softmax(s, causal) times the values, transported when `values`.
 void householder_attention_forward(float* o, const float* q, const float* k, const float* v, const float* w,
-                                   const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch);
+                                   const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch,
+                                   nn::HouseholderPath path = nn::HouseholderPath::blocked);
 // Adds d loss / d q, k, v, w, beta.
 void householder_attention_backward(float* dq, float* dk, float* dv, float* dw, float* dbeta, const float* d_o,
                                     const float* q, const float* k, const float* v, const float* w,
-                                    const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch);
+                                    const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch,
+                                   nn::HouseholderPath path = nn::HouseholderPath::blocked);
 
 }  // namespace routelab::cuda

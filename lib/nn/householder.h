@@ -15,7 +15,8 @@
 //   blocked  PaTH's chunked algorithm (householder_blocked.cpp): the steps in
 //            chunks of kHouseholderChunk, each chunk's product in UT form, so
 //            a query chunk meets a key chunk in a few matrix products; the
-//            model's path.
+//            model's path. The GPU runs the same algorithm, written over a
+//            thread team (cuda/householder_chunks.h).
 //   tiles    the reference: for query i it carries u = q_i down the keys
 //            (score k_j, then u <- H_j u) and the values up (acc <- H_j acc +
 //            p_ij v_j), one rank-1 step at a time, kHouseholderTileRows query
