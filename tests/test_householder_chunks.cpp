@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "cuda/householder_chunks.h"
+#include "householder_cases.h"
 #include "nn/householder.h"
-#include "rng/stream.h"
 
 namespace {
 
@@ -42,39 +42,9 @@ struct OmpTeam {
   }
 };
 
-struct Inputs {
-  AttentionShape s;
-  std::vector<float> q, k, v, w, beta, d_o;
-};
-
-// Unit w; beta ~ U(0, 2) (PaTH's steps) or 2 (reflections).
-Inputs inputs(AttentionShape s, bool reflections, uint64_t seed) {
-  Stream rs(seed, 0);
-  const std::size_t n = std::size_t(s.B) * s.H * s.T * s.hd;
-  Inputs in{s, {}, {}, {}, {}, {}, {}};
-  for (auto* x : {&in.q, &in.k, &in.v, &in.w, &in.d_o}) {
-    x->resize(n);
-    for (auto& e : *x) e = float(rs.normal());
-  }
-  for (std::size_t t = 0; t < n / s.hd; ++t) {
-    float* wt = in.w.data() + t * s.hd;
-    double norm = 0;
-    for (int c = 0; c < s.hd; ++c) norm += double(wt[c]) * wt[c];
-    for (int c = 0; c < s.hd; ++c) wt[c] = float(wt[c] / std::sqrt(norm));
-    in.beta.push_back(reflections ? 2.0f : float(rs.uniform(0.0, 2.0)));
-  }
-  return in;
-}
-
-struct Grads {
-  std::vector<float> o, dq, dk, dv, dw, dbeta;
-};
-
-Grads zeros(const Inputs& in) {
-  const std::size_t n = in.q.size();
-  return {std::vector<float>(n), std::vector<float>(n), std::vector<float>(n), std::vector<float>(n),
-          std::vector<float>(n), std::vector<float>(in.beta.size())};
-}
+using Inputs = routelab::testing::HouseholderInputs;
+using Grads = routelab::testing::HouseholderGrads;
+using routelab::testing::worst_error;
 
 // f(team) on one host thread, or on an OpenMP team of `threads`.
 template <class F>
@@ -90,7 +60,7 @@ void on_team(int threads, F&& f) {
 Grads chunks_on_host(const Inputs& in, bool values, int C, int workers, int threads) {
   const AttentionShape& s = in.s;
   const cuda::ChunkPlan p = cuda::chunk_plan(s.T, s.hd, C);
-  Grads g = zeros(in);
+  Grads g = routelab::testing::householder_zeros(in);
   for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
     const cuda::ChunkHead h =
         cuda::chunk_head(in.q.data(), in.k.data(), in.v.data(), in.w.data(), in.beta.data(), bh, s);
@@ -118,39 +88,7 @@ Grads chunks_on_host(const Inputs& in, bool values, int C, int workers, int thre
 }
 
 Grads tiles_reference(const Inputs& in, bool values) {
-  Grads g = zeros(in);
-  nn::householder_attention_forward(g.o.data(), in.q.data(), in.k.data(), in.v.data(), in.w.data(), in.beta.data(),
-                                    values, in.s, nn::HouseholderPath::tiles);
-  nn::householder_attention_backward(g.dq.data(), g.dk.data(), g.dv.data(), g.dw.data(), g.dbeta.data(),
-                                     in.d_o.data(), in.q.data(), in.k.data(), in.v.data(), in.w.data(),
-                                     in.beta.data(), values, in.s, nn::HouseholderPath::tiles);
-  return g;
-}
-
-double rms_relative(const std::vector<float>& got, const std::vector<float>& want) {
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]), ref += double(want[i]) * want[i];
-  return std::sqrt(diff / std::max(ref, 1e-300));
-}
-
-const char* const kNames[] = {"o", "dq", "dk", "dv", "dw", "dbeta"};
-const std::vector<float>& part(const Grads& g, int x) {
-  const std::vector<float>* parts[] = {&g.o, &g.dq, &g.dk, &g.dv, &g.dw, &g.dbeta};
-  return *parts[x];
-}
-
-// The largest of the six errors; with tol > 0, each must be within it.
-double worst_error(const Grads& got, const Grads& want, const std::string& where, double tol) {
-  double worst = 0;
-  for (int x = 0; x < 6; ++x) {
-    const double e = rms_relative(part(got, x), part(want, x));
-    if (tol > 0) {
-      EXPECT_LT(e, tol) << where << ": " << kNames[x];
-    }
-    worst = std::max(worst, e);
-  }
-  return worst;
+  return routelab::testing::householder_cpu(in, values, nn::HouseholderPath::tiles);
 }
 
 struct Case {
@@ -173,7 +111,7 @@ TEST(householder_chunks, host_run_of_the_gpu_blocked_path_matches_the_tiles) {
   for (const Case& c : kCases)
     for (bool reflections : {false, true})
       for (bool values : {false, true}) {
-        const Inputs in = inputs(c.s, reflections, 11);
+        const Inputs in = routelab::testing::householder_inputs(c.s, reflections, 11);
         const Grads want = tiles_reference(in, values);
         for (int workers : {1, 3})
           worst_error(chunks_on_host(in, values, c.C, workers, 1), want,
@@ -185,17 +123,18 @@ TEST(householder_chunks, host_run_of_the_gpu_blocked_path_matches_the_tiles) {
 TEST(householder_chunks, a_team_of_threads_gives_the_bytes_of_one) {
   for (const Case& c : {kCases[1], kCases[3], kCases[5]})
     for (bool values : {false, true}) {
-      const Inputs in = inputs(c.s, false, 12);
+      const Inputs in = routelab::testing::householder_inputs(c.s, false, 12);
       const Grads one = chunks_on_host(in, values, c.C, 2, 1), team = chunks_on_host(in, values, c.C, 2, 3);
       for (int x = 0; x < 6; ++x)
-        EXPECT_TRUE(part(one, x) == part(team, x)) << describe(c, false, values, 2) << ": " << kNames[x];
+        EXPECT_TRUE(routelab::testing::householder_result(one, x) == routelab::testing::householder_result(team, x))
+            << describe(c, false, values, 2) << ": " << routelab::testing::kHouseholderResults[x];
     }
 }
 
 // Planted error: the chunks without value transport against a reference with
 // it (and the converse) must miss by far more than the tolerance.
 TEST(householder_chunks, planted_error_value_transport_switched_fails) {
-  const Inputs in = inputs(kCases[3].s, false, 11);
+  const Inputs in = routelab::testing::householder_inputs(kCases[3].s, false, 11);
   for (bool values : {false, true})
     EXPECT_GT(worst_error(chunks_on_host(in, !values, kCases[3].C, 1, 1), tiles_reference(in, values), "planted", 0),
               100 * kTolerance);

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "cuda/householder_rows.h"
+#include "householder_cases.h"
 #include "nn/householder.h"
-#include "rng/stream.h"
 
 namespace {
 
@@ -26,49 +26,17 @@ using routelab::nn::AttentionShape;
 
 constexpr double kTolerance = 1e-5;
 
-struct Inputs {
-  AttentionShape s;
-  std::vector<float> q, k, v, w, beta, d_o;
-};
-
-// Unit w; beta ~ U(0, 2) (PaTH's steps) or 2 (reflections).
-Inputs inputs(AttentionShape s, bool reflections, uint64_t seed) {
-  Stream rs(seed, 0);
-  const std::size_t n = std::size_t(s.B) * s.H * s.T * s.hd;
-  Inputs in{s, {}, {}, {}, {}, {}, {}};
-  for (auto* x : {&in.q, &in.k, &in.v, &in.w, &in.d_o}) {
-    x->resize(n);
-    for (auto& e : *x) e = float(rs.normal());
-  }
-  for (std::size_t t = 0; t < n / s.hd; ++t) {
-    float* wt = in.w.data() + t * s.hd;
-    double norm = 0;
-    for (int c = 0; c < s.hd; ++c) norm += double(wt[c]) * wt[c];
-    for (int c = 0; c < s.hd; ++c) wt[c] = float(wt[c] / std::sqrt(norm));
-    in.beta.push_back(reflections ? 2.0f : float(rs.uniform(0.0, 2.0)));
-  }
-  return in;
-}
-
-double rms_relative(const std::vector<float>& got, const std::vector<float>& want) {
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]), ref += double(want[i]) * want[i];
-  return std::sqrt(diff / std::max(ref, 1e-300));
-}
-
-struct Grads {
-  std::vector<float> o, dq, dk, dv, dw, dbeta;
-};
+using Inputs = routelab::testing::HouseholderInputs;
+using Grads = routelab::testing::HouseholderGrads;
+using routelab::testing::worst_error;
 
 // The kernels' work on the host: worker `worker` of head bh takes rows
 // worker, worker + workers, ...; each worker has its own scratch and partials.
 Grads rows_on_host(const Inputs& in, bool values, int workers) {
   const AttentionShape& s = in.s;
-  const std::size_t n = in.q.size(), per_head = std::size_t(s.T) * s.hd;
+  const std::size_t per_head = std::size_t(s.T) * s.hd;
   const cuda::HostRowOps ops{s.hd};
-  Grads g{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n), std::vector<float>(n),
-          std::vector<float>(n), std::vector<float>(in.beta.size())};
+  Grads g = routelab::testing::householder_zeros(in);
   const std::size_t fwd_floats = cuda::householder_work_floats(s.T, s.hd, false);
   const std::size_t floats = cuda::householder_work_floats(s.T, s.hd, true);
   for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
@@ -96,33 +64,7 @@ Grads rows_on_host(const Inputs& in, bool values, int workers) {
 }
 
 Grads cpu_reference(const Inputs& in, bool values) {
-  const std::size_t n = in.q.size();
-  Grads g{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n), std::vector<float>(n),
-          std::vector<float>(n), std::vector<float>(in.beta.size())};
-  nn::householder_attention_forward(g.o.data(), in.q.data(), in.k.data(), in.v.data(), in.w.data(), in.beta.data(),
-                                    values, in.s);
-  nn::householder_attention_backward(g.dq.data(), g.dk.data(), g.dv.data(), g.dw.data(), g.dbeta.data(),
-                                     in.d_o.data(), in.q.data(), in.k.data(), in.v.data(), in.w.data(),
-                                     in.beta.data(), values, in.s);
-  return g;
-}
-
-// The largest of the six errors, naming each that fails.
-double worst_error(const Grads& got, const Grads& want, const std::string& where, double tol) {
-  const struct {
-    const char* name;
-    const std::vector<float>&a, &b;
-  } parts[] = {{"o", got.o, want.o},    {"dq", got.dq, want.dq}, {"dk", got.dk, want.dk},
-               {"dv", got.dv, want.dv}, {"dw", got.dw, want.dw}, {"dbeta", got.dbeta, want.dbeta}};
-  double worst = 0;
-  for (const auto& p : parts) {
-    const double e = rms_relative(p.a, p.b);
-    if (tol > 0) {
-      EXPECT_LT(e, tol) << where << ": " << p.name;
-    }
-    worst = std::max(worst, e);
-  }
-  return worst;
+  return routelab::testing::householder_cpu(in, values, nn::HouseholderPath::blocked);
 }
 
 // Lengths that are not multiples of the worker count; head widths below,
@@ -134,7 +76,7 @@ TEST(householder_rows, host_run_of_the_gpu_rows_matches_the_cpu) {
     for (bool reflections : {false, true})
       for (bool values : {false, true})
         for (int workers : {1, 3, 4}) {
-          const Inputs in = inputs(s, reflections, 7);
+          const Inputs in = routelab::testing::householder_inputs(s, reflections, 7);
           worst_error(rows_on_host(in, values, workers), cpu_reference(in, values),
                       "T " + std::to_string(s.T) + " hd " + std::to_string(s.hd) + " reflections " +
                           std::to_string(reflections) + " values " + std::to_string(values) + " workers " +
@@ -146,7 +88,7 @@ TEST(householder_rows, host_run_of_the_gpu_rows_matches_the_cpu) {
 // Planted error: the rows run without value transport against a CPU with it
 // (and the converse) must miss by far more than the tolerance.
 TEST(householder_rows, planted_error_value_transport_switched_fails) {
-  const Inputs in = inputs(kShapes[0], false, 7);
+  const Inputs in = routelab::testing::householder_inputs(kShapes[0], false, 7);
   for (bool values : {false, true})
     EXPECT_GT(worst_error(rows_on_host(in, !values, 3), cpu_reference(in, values), "planted", 0), 100 * kTolerance);
 }
