@@ -457,12 +457,9 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
             for (int k = 0; k < levels; ++k) {
               acc.max_hits[c * levels + k] += mx >= ss[k];
               if (lambdas[k] == 0) continue;
-              // Proposition 1 (K = 1): a logit gap above the required one keeps
-              // rho_D and a_D under target. The accumulator computes rho_D from
-              // this gap through one exp, with sums in [1, M], so far above their
-              // rounding (the margin) its answer is known: no failure.
-              const double l_near = lambdas[k] * near, l_far = lambdas[k] * mx;
-              if (l_near - l_far > required_gap + 1e-6 + 1e-9 * (std::abs(l_near) + std::abs(l_far))) continue;
+              // Proposition 1 (K = 1): far enough above the required gap the
+              // answer is known (no failure).
+              if (theory::prop1_gap_meets_targets(lambdas[k] * near, lambdas[k] * mx, required_gap)) continue;
               FarMassAccumulator fm;
               fm.add_near(lambdas[k] * near);
               for (long long j = 0; j < routes; ++j) fm.add_far(lambdas[k] * first[j * count + c]);

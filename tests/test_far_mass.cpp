@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "attention/far_mass.h"
 #include "attention/near_signal.h"
 #include "groups/haar.h"
 #include "planted_law.h"
@@ -67,6 +68,45 @@ TEST(FarMass, ClosedFormsMatchReference) {
 }
 
 // ---- the deterministic inequalities ----
+
+// Score-tail's shortcut (Proposition 1, K = 1): wherever
+// prop1_gap_meets_targets says yes, FarMassAccumulator's own rho_D and a_D
+// meet the targets, on the extremal configuration (all M far logits at the
+// gap's bottom) just past the margin, at logits of every size. Planted: a
+// shortcut without the margin, a gap just under the required one where the
+// rho term binds, is seen to fail by the accumulator, and is refused.
+TEST(FarMass, Prop1ShortcutAgreesWithTheAccumulator) {
+  struct Targets {
+    long long M;
+    double rho, a;
+  };
+  for (const Targets t : {Targets{1000, 0.05, 0.01}, {10, 0.05, 0.01}, {1, 0.2, 0.5}, {5000, 0.01, 0.2}}) {
+    const double required = theory::prop1_required_lambda_gap(double(t.M), 1, t.rho, t.a);
+    for (double l_near : {0.0, 37.5, -300.0, 1e4}) {
+      auto extremal = [&](double gap) {
+        FarMassAccumulator fm;
+        fm.add_near(l_near);
+        for (long long j = 0; j < t.M; ++j) fm.add_far(l_near - gap);
+        return fm;
+      };
+      // The smallest gap the shortcut takes, found by doubling a step.
+      double gap = required, step = 1e-7;
+      while (!theory::prop1_gap_meets_targets(l_near, l_near - gap, required)) gap = required + (step *= 2);
+      const FarMassAccumulator fm = extremal(gap);
+      EXPECT_LE(fm.far_mass(), t.rho) << "M " << t.M << " near " << l_near;
+      EXPECT_LE(fm.far_norm(), t.a) << "M " << t.M << " near " << l_near;
+      EXPECT_FALSE(theory::prop1_gap_meets_targets(l_near, l_near - required, required));
+    }
+  }
+  // M = 1000, rho* = 0.05, a* = 0.01: the rho term binds, so just under it the
+  // extremal configuration's rho_D is over target.
+  const double required = theory::prop1_required_lambda_gap(1000, 1, 0.05, 0.01);
+  FarMassAccumulator fm;
+  fm.add_near(0.0);
+  for (int j = 0; j < 1000; ++j) fm.add_far(-(required - 1e-4));
+  EXPECT_GT(fm.far_mass(), 0.05);
+  EXPECT_FALSE(theory::prop1_gap_meets_targets(0.0, -(required - 1e-4), required));
+}
 
 TEST(FarMass, BoundsHoldWithExtremalEquality) {
   const auto rows = far_mass_bound_rows(FarMassBounds{}, point(3, 2), small(4000));

@@ -24,6 +24,15 @@ double prop1_far_norm_upper(double M, double K, double lambda_gap);
 // rho_D <= rho_star and a_D <= a_star for every M <= M_max:
 // max{0, log(M_max (1 - rho_star)/(K rho_star)), log(sqrt(M_max)/(K a_star))}.
 double prop1_required_lambda_gap(double M_max, double K, double rho_star, double a_star);
+// Proposition 1 (B.4) with K = 1, as a shortcut for a check that computes
+// rho_D and a_D itself (FarMassAccumulator): true when the logit gap
+// l_near - l_far (l_far the largest far logit) exceeds `required_gap`
+// (prop1_required_lambda_gap) by a margin, 1e-6 plus 1e-9 of the logits'
+// size, far above what the accumulator's rounding (one exp, sums of at most
+// M terms in [1, M], the logits' own difference) could make up. Then both
+// targets hold and the computed values would say so: no need to compute
+// them.
+bool prop1_gap_meets_targets(double l_near, double l_far, double required_gap);
 // The smallest lambda g at which Proposition 1's extremal configuration (K near
 // scores = c_near, M_max far scores = c_far) meets both targets: the rho term
 // of the condition above is exact there, the a term is not (a_D < sqrt(M)
