@@ -52,6 +52,7 @@ Model::Model(const nn::ModelConfig& config, uint64_t seed, MatmulMath math)
   if (!s) throw std::invalid_argument("unknown scheme " + config.scheme);
   scheme_ = *s;
   tensors_ = nn::param_layout(config);
+  offsets_ = nn::param_offsets(tensors_, config.layers);
   {
     // The CPU model draws the initial weights; the device gets a copy.
     const nn::Model<float> init(config, seed);
@@ -181,7 +182,7 @@ double Model::forward(const int* tokens, const int* targets, int B, int T, uint6
   B_ = B, T_ = T;
   if (scheme_.angles != nn::AngleKind::none) ensure_size(theta_, std::size_t(N) * nb);
   CudaOps ops{*this, pass, first_b};
-  nn::model_forward(ops, m, scheme_, tensors_, a, params.data(), tokens_.data(), targets_.data(), B, T);
+  nn::model_forward(ops, m, scheme_, offsets_, a, params.data(), tokens_.data(), targets_.data(), B, T);
   losses_.resize(std::size_t(N));
   CUDA_CHECK(cudaMemcpy(losses_.data(), a.losses, std::size_t(N) * sizeof(float), cudaMemcpyDeviceToHost));
   double sum = 0;
@@ -203,7 +204,7 @@ void Model::backward() {
   const bool trained_angles = scheme_.angles == nn::AngleKind::learned || scheme_.angles == nn::AngleKind::projected;
   if (trained_angles) ensure_size(dtheta_, std::size_t(N) * nb);
   CudaOps ops{*this, 0, 0};
-  nn::model_backward(ops, m, scheme_, tensors_, a, g, params.data(), grads.data(),
+  nn::model_backward(ops, m, scheme_, offsets_, a, g, params.data(), grads.data(),
                      trained_angles ? dtheta_.data() : nullptr, tokens_.data(), targets_.data(), B, T);
 }
 

@@ -65,6 +65,7 @@ class Model {
   uint64_t seed_;
   nn::SchemeInfo scheme_;
   std::vector<nn::ParamTensor> tensors_;
+  nn::ParamOffsets offsets_;
   MatmulMath math_;
   cublasHandle_t cublas_ = nullptr;
   DeviceBuffer<double> freq_;     // rope: f_b; random: half widths angle_scale f_b

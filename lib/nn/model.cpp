@@ -54,6 +54,12 @@ LayerParams layer_params(const std::vector<ParamTensor>& ts, int l) {
           o("psib")};
 }
 
+ParamOffsets param_offsets(const std::vector<ParamTensor>& ts, int layers) {
+  ParamOffsets at{find_tensor(ts, "wte").offset, find_tensor(ts, "lnfw").offset, find_tensor(ts, "lnfb").offset, {}};
+  for (int l = 0; l < layers; ++l) at.layers.push_back(layer_params(ts, l));
+  return at;
+}
+
 void require_in_vocabulary(const int* tokens, const int* targets, int64_t n, int vocab) {
   for (int64_t i = 0; i < n; ++i)
     if (tokens[i] < 0 || tokens[i] >= vocab || targets[i] < 0 || targets[i] >= vocab)
@@ -179,6 +185,7 @@ Model<R>::Model(const ModelConfig& config, uint64_t seed) : config_(config), see
   if (!s) throw std::invalid_argument("unknown scheme " + config.scheme);
   scheme_ = *s;
   tensors_ = param_layout(config);
+  offsets_ = param_offsets(tensors_, config.layers);
   params.assign(param_count(config), R(0));
   grads.assign(params.size(), R(0));
   angles_ = make_angle_source<R>(config, seed);
@@ -323,7 +330,7 @@ double Model<R>::forward(const int* tokens, const int* targets, int B, int T, ui
   CpuOps<R> ops{.m = m, .scheme = scheme_, .angles = angles_.get(), .theta = theta_, .slopes = slopes_,
                 .P = params.data(), .tokens = tokens, .B = B, .T = T, .pass = pass, .first_b = first_b,
                 .hh_cache = train ? &hh_cache_ : nullptr, .observer = &observer_, .angle_observer = &angle_observer_};
-  model_forward(ops, m, scheme_, tensors_, a, params.data(), tokens, targets, B, T);
+  model_forward(ops, m, scheme_, offsets_, a, params.data(), tokens, targets, B, T);
   double sum = 0;
   for (int64_t n = 0; n < N; ++n) sum += double(a.losses[n]);
   return sum / double(N);
@@ -345,7 +352,7 @@ void Model<R>::backward() {
   CpuOps<R> ops{.m = m, .scheme = scheme_, .angles = angles_.get(), .theta = dtheta_, .slopes = slopes_,
                 .P = params.data(), .tokens = tokens_.data(), .B = B, .T = T, .pass = 0, .first_b = 0,
                 .hh_cache = &hh_cache_, .observer = &observer_, .angle_observer = &angle_observer_};
-  model_backward(ops, m, scheme_, tensors_, a, g, params.data(), grads.data(), trained_angles ? dtheta_.data() : nullptr,
+  model_backward(ops, m, scheme_, offsets_, a, g, params.data(), grads.data(), trained_angles ? dtheta_.data() : nullptr,
                  tokens_.data(), targets_.data(), B, T);
 }
 

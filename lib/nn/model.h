@@ -45,6 +45,14 @@ struct LayerParams {
 };
 LayerParams layer_params(const std::vector<ParamTensor>& tensors, int layer);
 
+// Every offset the pass (nn/model_pass.h) reads, resolved once when a model
+// is built rather than looked up by name on every step.
+struct ParamOffsets {
+  std::size_t wte, lnfw, lnfb;
+  std::vector<LayerParams> layers;
+};
+ParamOffsets param_offsets(const std::vector<ParamTensor>& tensors, int layers);
+
 // Throws std::invalid_argument unless every token and target (n each) is in
 // [0, vocab).
 void require_in_vocabulary(const int* tokens, const int* targets, int64_t n, int vocab);
@@ -136,6 +144,7 @@ class Model {
   uint64_t seed_;
   SchemeInfo scheme_;
   std::vector<ParamTensor> tensors_;
+  ParamOffsets offsets_;
   std::unique_ptr<AngleSource<R>> angles_;
   std::vector<double> slopes_;  // ALiBi, empty otherwise
   std::unique_ptr<Arena> acts_, grad_acts_;

@@ -35,18 +35,18 @@ namespace routelab::nn {
 // Fills a (the activations) for B x T positions; tokens and targets where
 // the backend reads them (host or device).
 template <class R, class Ops>
-void model_forward(Ops& ops, const ModelConfig& m, const SchemeInfo& scheme, const std::vector<ParamTensor>& tensors,
+void model_forward(Ops& ops, const ModelConfig& m, const SchemeInfo& scheme, const ParamOffsets& at,
                    ActivationLayout<R>& a, const R* P, const int* tokens, const int* targets, int B, int T) {
   const int64_t N = int64_t(B) * T, C = m.d_model, F = int64_t(m.mlp_ratio) * C, V = m.vocab;
   const AttentionShape shape{B, T, m.heads, m.head_dim()};
   const bool rotary = scheme.angles != AngleKind::none;
   const bool path_beta = m.householder_beta == "path";
-  const std::size_t wte = find_tensor(tensors, "wte").offset;
+  const std::size_t wte = at.wte, lnfw = at.lnfw, lnfb = at.lnfb;
 
   ops.encoder_forward(a.encoded, tokens, P + wte, N, int(C));
   const R* residual = a.encoded;
   for (int l = 0; l < m.layers; ++l) {
-    const LayerParams lp = layer_params(tensors, l);
+    const LayerParams& lp = at.layers[l];
     auto& L = a.layers[l];
     ops.layernorm_forward(L.ln1, L.ln1_mean, L.ln1_rstd, residual, P + lp.ln1w, P + lp.ln1b, N, int(C));
     ops.matmul_forward(L.qkv, L.ln1, P + lp.qkvw, P + lp.qkvb, N, int(C), int(3 * C));
@@ -79,7 +79,6 @@ void model_forward(Ops& ops, const ModelConfig& m, const SchemeInfo& scheme, con
     ops.residual_forward(L.res3, L.res2, L.fcproj, N * C);
     residual = L.res3;
   }
-  const std::size_t lnfw = find_tensor(tensors, "lnfw").offset, lnfb = find_tensor(tensors, "lnfb").offset;
   ops.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, residual, P + lnfw, P + lnfb, N, int(C));
   ops.matmul_forward(a.logits, a.lnf, P + wte, static_cast<const R*>(nullptr), N, int(C), int(V));
   ops.crossentropy_forward(a.losses, a.logits, targets, N, int(V));
@@ -88,7 +87,7 @@ void model_forward(Ops& ops, const ModelConfig& m, const SchemeInfo& scheme, con
 // G += d (mean loss) / d params into zeroed grads, given the training
 // forward's activations a and zeroed activation gradients g.
 template <class R, class Ops>
-void model_backward(Ops& ops, const ModelConfig& m, const SchemeInfo& scheme, const std::vector<ParamTensor>& tensors,
+void model_backward(Ops& ops, const ModelConfig& m, const SchemeInfo& scheme, const ParamOffsets& at,
                     ActivationLayout<R>& a, ActivationLayout<R>& g, const R* P, R* G, double* dtheta,
                     const int* tokens, const int* targets, int B, int T) {
   const int64_t N = int64_t(B) * T, C = m.d_model, F = int64_t(m.mlp_ratio) * C, V = m.vocab;
@@ -98,15 +97,14 @@ void model_backward(Ops& ops, const ModelConfig& m, const SchemeInfo& scheme, co
   const bool projected = scheme.angles == AngleKind::projected;
   const bool path_beta = m.householder_beta == "path";
 
-  const std::size_t wte = find_tensor(tensors, "wte").offset, lnfw = find_tensor(tensors, "lnfw").offset,
-                    lnfb = find_tensor(tensors, "lnfb").offset;
+  const std::size_t wte = at.wte, lnfw = at.lnfw, lnfb = at.lnfb;
   ops.crossentropy_backward(g.logits, a.logits, targets, R(1.0 / double(N)), N, int(V));
   ops.matmul_backward(g.lnf, G + wte, static_cast<R*>(nullptr), g.logits, a.lnf, P + wte, N, int(C), int(V));
   const R* last = a.layers[m.layers - 1].res3;
   R* dlast = g.layers[m.layers - 1].res3;
   ops.layernorm_backward(dlast, G + lnfw, G + lnfb, g.lnf, last, P + lnfw, a.lnf_mean, a.lnf_rstd, N, int(C));
   for (int l = m.layers - 1; l >= 0; --l) {
-    const LayerParams lp = layer_params(tensors, l);
+    const LayerParams& lp = at.layers[l];
     auto& L = a.layers[l];
     auto& D = g.layers[l];
     const R* residual = l == 0 ? a.encoded : a.layers[l - 1].res3;
