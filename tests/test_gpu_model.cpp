@@ -78,7 +78,7 @@ struct ModelPair {
 };
 
 std::vector<float> slice(std::span<const float> v, const nn::ParamTensor& t) {
-  return {v.begin() + std::ptrdiff_t(t.offset), v.begin() + std::ptrdiff_t(t.offset + t.size)};
+  return {v.begin() + std::ptrdiff_t(t.offset), v.begin() + std::ptrdiff_t(t.offset + t.size())};
 }
 
 double relative_difference(double got, double want) { return std::abs(got - want) / std::abs(want); }
@@ -241,8 +241,7 @@ TEST_F(GpuModelChecks, a_planted_token_change_fails_the_gradient_check) {
 // clipping scale) and the global norm on a length that ends mid-chunk.
 TEST_F(GpuModelChecks, adamw_step_and_global_norm_match_the_cpu) {
   const int64_t n = 3 * cuda::kNormChunk + 1234;
-  const std::vector<nn::ParamTensor> tensors = {{"w", 0, std::size_t(n / 2), true, {n / 2}},
-                                                {"b", std::size_t(n / 2), std::size_t(n - n / 2), false, {n - n / 2}}};
+  const std::vector<nn::ParamTensor> tensors = {{"w", 0, true, {n / 2}}, {"b", std::size_t(n / 2), false, {n - n / 2}}};
   std::vector<float> params = random_floats(n, 1, 0.1), grads = random_floats(n, 2, 0.01);
   nn::AdamW cpu(n);
   cpu.m = random_floats(n, 3, 0.01);
@@ -262,7 +261,7 @@ TEST_F(GpuModelChecks, adamw_step_and_global_norm_match_the_cpu) {
                             tensor.decay ? float(c.weight_decay) : 0.f, float(scale)};
     const std::size_t at = tensor.offset;
     cuda::adamw_update(d_params.data() + at, d_m.data() + at, d_v.data() + at, d_grads.data() + at,
-                       int64_t(tensor.size), s);
+                       int64_t(tensor.size()), s);
   }
   expect_close("params", d_params, params, kAdam);
   expect_close("m", d_m, cpu.m, kAdam);

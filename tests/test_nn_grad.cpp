@@ -76,9 +76,9 @@ std::vector<TensorError> check_gradients(Model<double>& model, const Batch& b, u
   const double h = 3e-5;
   for (const auto& t : model.tensors()) {
     const bool by_token = t.name == "wte" || t.name == "angles" || t.name.ends_with(".angles");
-    const std::size_t row = by_token ? t.size / 256 : 1;
+    const std::size_t row = by_token ? t.size() / 256 : 1;
     double diff2 = 0, g2 = 0, fd2 = 0;
-    for (std::size_t j = 0; j < t.size; ++j) {
+    for (std::size_t j = 0; j < t.size(); ++j) {
       if (by_token && !used.count(int(j / row))) continue;
       double& p = model.params[t.offset + j];
       const double p0 = p;
@@ -153,7 +153,7 @@ TEST_P(nn_grad_planted, error_is_caught_in_its_tensor_only) {
   const auto it = std::find_if(ts.begin(), ts.end(), [&](const ParamTensor& t) { return t.name == tensor; });
   ASSERT_NE(it, ts.end());
   const auto errors = check_gradients(model, b, 5, [&](std::vector<double>& g) {
-    for (std::size_t j = it->offset; j < it->offset + it->size; ++j) g[j] *= 1 + 1e-5;
+    for (std::size_t j = it->offset; j < it->offset + it->size(); ++j) g[j] *= 1 + 1e-5;
   });
   for (const auto& e : errors) {
     if (e.name == tensor)

@@ -75,7 +75,7 @@ std::unique_ptr<Model<float>> strong_model(const std::string& scheme) {
   auto model = std::make_unique<Model<float>>(m, 3);
   for (const auto& t : model->tensors())
     if (t.name.ends_with("qkvw"))
-      for (std::size_t j = 0; j < t.size; ++j) model->params[t.offset + j] *= 40;
+      for (std::size_t j = 0; j < t.size(); ++j) model->params[t.offset + j] *= 40;
   return model;
 }
 

@@ -100,7 +100,7 @@ class CudaBackend final : public nn::ModelBackend {
       s.decay = tensor.decay ? float(c.weight_decay) : 0.f;
       const std::size_t at = tensor.offset;
       cuda::adamw_update(model_.params.data() + at, m_.data() + at, v_.data() + at, model_.grads.data() + at,
-                         int64_t(tensor.size), s);
+                         int64_t(tensor.size()), s);
     }
   }
 

@@ -27,7 +27,7 @@ void AdamW::update(std::span<float> params, std::span<const float> grads, const 
   for (const auto& tensor : tensors) {
     const float decay = tensor.decay ? float(c.weight_decay) : 0.f;
 #pragma omp parallel for schedule(static)
-    for (std::size_t i = tensor.offset; i < tensor.offset + tensor.size; ++i) {
+    for (std::size_t i = tensor.offset; i < tensor.offset + tensor.size(); ++i) {
       const float g = grads[i] * scale;
       m[i] = b1 * m[i] + (1 - b1) * g;
       v[i] = b2 * v[i] + (1 - b2) * g * g;

@@ -44,15 +44,15 @@ std::vector<ExportTensor> export_layout(const ModelConfig& m) {
       // (3C, C) and (3C): three (C, C) and (C) tensors, q then k then v.
       std::vector<int64_t> shape = t.shape;
       shape[0] /= 3;
-      const std::size_t third = t.size / 3;
+      const std::size_t third = element_count(shape);
       for (int i = 0; i < 3; ++i)
-        out.push_back({prefix + "attn." + (leaf == "qkvw" ? 'w' : 'b') + "qkv"[i], shape, t.offset + i * third, third});
+        out.push_back({prefix + "attn." + (leaf == "qkvw" ? 'w' : 'b') + "qkv"[i], shape, t.offset + i * third});
     } else {
       const char* name = nullptr;
       for (const LeafName& l : kLeaves)
         if (leaf == l.leaf) name = l.name;
       if (!name) throw std::logic_error("export_layout: no exported name for parameter " + t.name);
-      out.push_back({prefix + name, t.shape, t.offset, t.size});
+      out.push_back({prefix + name, t.shape, t.offset});
     }
   }
   return out;
@@ -62,7 +62,7 @@ std::string export_safetensors(const RunConfig& c, int step, const std::string& 
                                const std::vector<float>& params) {
   std::vector<SafetensorsTensor> tensors;
   for (const ExportTensor& t : export_layout(c.model))
-    tensors.push_back({t.name, t.shape, std::vector<float>(params.begin() + t.offset, params.begin() + t.offset + t.size)});
+    tensors.push_back({t.name, t.shape, std::vector<float>(params.begin() + t.offset, params.begin() + t.offset + t.size())});
   const nlohmann::json j = to_json(c);
   const std::map<std::string, std::string> metadata = {
       {"format", "routelab-export 1"},

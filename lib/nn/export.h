@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nn/config.h"
+#include "nn/model.h"  // element_count
 
 namespace routelab::nn {
 
@@ -19,7 +20,8 @@ namespace routelab::nn {
 struct ExportTensor {
   std::string name;
   std::vector<int64_t> shape;
-  std::size_t offset, size;
+  std::size_t offset;
+  std::size_t size() const { return element_count(shape); }
 };
 
 // Every parameter of a model of configuration m, in buffer order, each float

@@ -40,7 +40,7 @@ const ParamTensor& find_tensor(const std::vector<ParamTensor>& ts, const std::st
 
 std::size_t param_count(const ModelConfig& m) {
   const auto ts = param_layout(m);
-  return ts.back().offset + ts.back().size;
+  return ts.back().offset + ts.back().size();
 }
 
 LayerParams layer_params(const std::vector<ParamTensor>& ts, int l) {
@@ -77,9 +77,8 @@ std::vector<ParamTensor> param_layout(const ModelConfig& m) {
   std::vector<ParamTensor> ts;
   std::size_t at = 0;
   auto add = [&](std::string name, std::vector<int64_t> shape, bool decay) {
-    std::size_t size = 1;
-    for (int64_t n : shape) size *= std::size_t(n);
-    ts.push_back({std::move(name), at, size, decay, std::move(shape)});
+    const std::size_t size = element_count(shape);
+    ts.push_back({std::move(name), at, decay, std::move(shape)});
     at += size;
   };
   add("wte", {V, C}, true);  // token embedding, also the output projection (tied)
@@ -219,15 +218,15 @@ void Model<R>::init_params() {
       // increments have the normal table's law N(0, sigma^2).
       Stream s(seed_, init_stream(i));
       const double sd = config_.learned_sigma / std::sqrt(double(config_.d_model));
-      for (std::size_t j = 0; j < t.size; ++j) p[j] = R(sd * s.normal());
+      for (std::size_t j = 0; j < t.size(); ++j) p[j] = R(sd * s.normal());
     } else if (leaf == "ln1w" || leaf == "ln2w" || t.name == "lnfw") {
-      std::fill(p, p + t.size, R(1));
+      std::fill(p, p + t.size(), R(1));
     } else if (t.decay) {
       Stream s(seed_, init_stream(i));
       const double sd = (leaf == "attprojw" || leaf == "fcprojw") ? resid_std : 0.02;
-      for (std::size_t j = 0; j < t.size; ++j) p[j] = R(sd * s.normal());
+      for (std::size_t j = 0; j < t.size(); ++j) p[j] = R(sd * s.normal());
     } else {
-      std::fill(p, p + t.size, R(0));
+      std::fill(p, p + t.size(), R(0));
     }
   }
 }
