@@ -8,8 +8,8 @@
 // Initial weights are the CPU model's, uploaded: initialisation is not
 // written twice. Angles are computed on the device in double exactly as
 // nn::AngleSource computes them (random angles from the same Philox streams).
-// Householder schemes run the plain O(T^2 hd) transport of
-// cuda/householder.h.
+// Householder schemes run PaTH's blocked algorithm of cuda/householder.h
+// (cuda/householder_chunks.h, the CPU's, over a thread block).
 // Expected agreement with the CPU Model<float> on one batch (RMS relative
 // error, tests/test_gpu_model.cpp): loss ~1e-6, gradients ~1e-5 in fp32;
 // with TF32 matmuls ~1e-3 and ~1e-2.
