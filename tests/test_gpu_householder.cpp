@@ -113,12 +113,23 @@ TEST_F(gpu_householder, steps_and_attention_match_cpu) {
         for (nn::HouseholderPath path : kGpuPaths) check_case({s, path_beta, values, path}, 3, values, kForward, kBackward);
 }
 
-// One head of 300 rows (many chunks, many warps per head), one of 1000 (the
-// chunk of 48), and a batch of many heads (few of either).
+// One head of 300 rows (many chunks, many warps per head), one of 1000 and
+// one of 600 at hd 128 (the chunk of 48), a batch of many short heads, and
+// 256 heads of 300 rows (fewer forward blocks per head than chunks, so a
+// block runs several query chunks in one workspace).
 TEST_F(gpu_householder, long_heads_and_many_heads_match_cpu) {
-  for (const nn::AttentionShape s : {nn::AttentionShape{1, 300, 1, 64}, {1, 1000, 1, 32}, {8, 64, 8, 32}})
+  for (const nn::AttentionShape s : {nn::AttentionShape{1, 300, 1, 64}, {1, 1000, 1, 32}, {1, 600, 1, 128},
+                                     {8, 64, 8, 32}, {32, 300, 8, 32}})
     for (bool values : {false, true})
       for (nn::HouseholderPath path : kGpuPaths) check_case({s, true, values, path}, 5, values, kForward, kBackward);
+}
+
+// The blocked path with its scratch limit at 1 MB: the 64 heads go one or
+// two a launch, each launch on its own slice of the scratch.
+TEST_F(gpu_householder, heads_in_groups_match_cpu) {
+  const std::size_t before = cuda::set_householder_scratch_limit(std::size_t(1) << 20);
+  for (bool values : {false, true}) check_case({{8, 200, 8, 32}, true, values}, 7, values, kForward, kBackward);
+  cuda::set_householder_scratch_limit(before);
 }
 
 // The blocked path: the same bytes on a second run (no atomics).
@@ -134,7 +145,8 @@ TEST_F(gpu_householder, blocked_path_gives_the_same_bytes_twice) {
   const DeviceBuffer<float> q(random_floats(n, 2)), k(random_floats(n, 3)), v(random_floats(n, 4)), w_d(w),
       beta_d(beta), d_o(random_floats(n, 5));
   auto run = [&] {
-    DeviceBuffer<float> o(n), dq(n), dk(n), dv(n), dw(n), dbeta(steps), scratch;
+    const std::vector<float> zeros(n, 0.0f), zero_steps(steps, 0.0f);  // backward adds
+    DeviceBuffer<float> o(n), dq(zeros), dk(zeros), dv(zeros), dw(zeros), dbeta(zero_steps), scratch;
     cuda::householder_attention_forward(o.data(), q.data(), k.data(), v.data(), w_d.data(), beta_d.data(), true, s,
                                         scratch);
     cuda::householder_attention_backward(dq.data(), dk.data(), dv.data(), dw.data(), dbeta.data(), d_o.data(),

@@ -156,36 +156,44 @@ struct BlockTeam {
   __device__ void sync() const { __syncthreads(); }
 };
 
-// Block bh M + n builds chunk n of head bh in `areas` (M chunk_floats a head).
-__global__ void __launch_bounds__(kThreads) chunk_build_kernel(const float* q, const float* k, const float* v, const float* w, const float* beta,
-                                   bool values, AttentionShape s, ChunkPlan p, float* areas) {
-  const int64_t bh = blockIdx.x / p.M;
+// A launch covers heads bh0, bh0 + 1, ...; its scratch holds theirs only
+// (local head g = bh - bh0), so a long sequence's heads go a group at a time.
+
+// Block g M + n builds chunk n of head bh0 + g in `areas` (M chunk_floats a head).
+__global__ void __launch_bounds__(kThreads)
+    chunk_build_kernel(const float* q, const float* k, const float* v, const float* w, const float* beta, bool values,
+                       AttentionShape s, ChunkPlan p, int64_t bh0, float* areas) {
+  const int64_t g = blockIdx.x / p.M;
   const int n = int(blockIdx.x % p.M);
-  chunk_build(BlockTeam{}, p, chunk_head(q, k, v, w, beta, bh, s), areas + bh * p.M * chunk_floats(p), n, values);
+  chunk_build(BlockTeam{}, p, chunk_head(q, k, v, w, beta, bh0 + g, s), areas + g * p.M * chunk_floats(p), n,
+              values);
 }
 
-// Block bh workers + worker runs query chunks worker, worker + workers, ...
-__global__ void __launch_bounds__(kThreads) chunk_forward_kernel(float* o, const float* q, const float* k, const float* v, const float* w,
-                                     const float* beta, bool values, AttentionShape s, ChunkPlan p, float* areas,
-                                     float* work, int workers) {
-  const int64_t bh = blockIdx.x / workers;
+// Block g workers + worker runs query chunks worker, worker + workers, ...
+// of head bh0 + g.
+__global__ void __launch_bounds__(kThreads)
+    chunk_forward_kernel(float* o, const float* q, const float* k, const float* v, const float* w, const float* beta,
+                         bool values, AttentionShape s, ChunkPlan p, int64_t bh0, float* areas, float* work,
+                         int workers) {
+  const int64_t g = blockIdx.x / workers, bh = bh0 + g;
   const int worker = int(blockIdx.x % workers);
   const std::size_t floats = chunk_work_floats(p, false);
-  const ChunkWork wk = chunk_work(p, work + (bh * workers + worker) * floats, false);
+  const ChunkWork wk = chunk_work(p, work + (g * workers + worker) * floats, false);
   const ChunkHead h = chunk_head(q, k, v, w, beta, bh, s);
   for (int m = worker; m < p.M; m += workers)
-    chunk_forward(BlockTeam{}, p, h, areas + bh * p.M * chunk_floats(p), m, values, wk, o + bh * s.T * s.hd);
+    chunk_forward(BlockTeam{}, p, h, areas + g * p.M * chunk_floats(p), m, values, wk, o + bh * s.T * s.hd);
 }
 
-// Block bh: the whole head's backward, its chunk gradients (zeroed) in work.
-__global__ void __launch_bounds__(kThreads) chunk_backward_kernel(float* dq, float* dk, float* dv, float* dw, float* dbeta, const float* d_o,
-                                      const float* q, const float* k, const float* v, const float* w,
-                                      const float* beta, bool values, AttentionShape s, ChunkPlan p, float* areas,
-                                      float* work) {
-  const int64_t bh = blockIdx.x, at = bh * s.T * s.hd;
-  const ChunkWork wk = chunk_work(p, work + bh * chunk_work_floats(p, true), true);
-  chunk_head_backward(BlockTeam{}, p, chunk_head(q, k, v, w, beta, bh, s), areas + bh * p.M * chunk_floats(p),
-                      values, wk, d_o + at, dq + at, dk + at, dv + at, dw + at, dbeta + bh * s.T);
+// Block g: the whole backward of head bh0 + g, its chunk gradients (zeroed)
+// in work.
+__global__ void __launch_bounds__(kThreads)
+    chunk_backward_kernel(float* dq, float* dk, float* dv, float* dw, float* dbeta, const float* d_o, const float* q,
+                          const float* k, const float* v, const float* w, const float* beta, bool values,
+                          AttentionShape s, ChunkPlan p, int64_t bh0, float* areas, float* work) {
+  const int64_t g = blockIdx.x, bh = bh0 + g, at = bh * s.T * s.hd;
+  const ChunkWork wk = chunk_work(p, work + g * chunk_work_floats(p, true), true);
+  chunk_head_backward(BlockTeam{}, p, chunk_head(q, k, v, w, beta, bh, s), areas + g * p.M * chunk_floats(p), values,
+                      wk, d_o + at, dq + at, dk + at, dv + at, dw + at, dbeta + bh * s.T);
 }
 
 // One thread per step (b, t, h): bth = (b T + t) H + h, bht = (b H + h) T + t.
@@ -287,27 +295,33 @@ ChunkPlan blocked_plan(const AttentionShape& s) {
   return p;
 }
 
-// Forward workers per head: enough blocks to fill the device (about 2^10),
-// no more than the head has chunks, their workspaces under about 1 GiB.
-int blocked_workers(const AttentionShape& s, const ChunkPlan& p) {
-  const int64_t heads = int64_t(s.B) * s.H;
-  const int64_t bytes = int64_t(chunk_work_floats(p, false)) * int64_t(sizeof(float));
-  const int64_t w = std::min<int64_t>({(int64_t(1) << 10) / heads, (int64_t(1) << 30) / (heads * bytes), p.M});
-  return int(std::max<int64_t>(w, 1));
+std::size_t scratch_limit = std::size_t(1) << 30;
+
+// Heads a launch takes when each needs `floats` of scratch: all of them, or
+// as many as fit under scratch_limit, at least one.
+int64_t heads_per_launch(int64_t heads, std::size_t floats) {
+  const int64_t fit = int64_t(scratch_limit / (floats * sizeof(float)));
+  return std::max<int64_t>(1, std::min(heads, fit));
 }
 
 void blocked_forward(float* o, const float* q, const float* k, const float* v, const float* w, const float* beta,
                      bool values, AttentionShape s, DeviceBuffer<float>& scratch) {
   const int64_t heads = int64_t(s.B) * s.H;
   const ChunkPlan p = blocked_plan(s);
-  const int workers = blocked_workers(s, p);
-  const std::size_t areas = std::size_t(heads) * p.M * chunk_floats(p);
-  float* base = scratch_of(scratch, areas + std::size_t(heads) * workers * chunk_work_floats(p, false));
-  chunk_build_kernel<<<unsigned(heads * p.M), kThreads>>>(q, k, v, w, beta, values, s, p, base);
-  check_launch();
-  chunk_forward_kernel<<<unsigned(heads * workers), kThreads>>>(o, q, k, v, w, beta, values, s, p, base,
-                                                                base + areas, workers);
-  check_launch();
+  // Forward workers per head: enough blocks to fill the device (about 2^10),
+  // no more than the head has chunks.
+  const int workers = int(std::max<int64_t>(1, std::min<int64_t>((int64_t(1) << 10) / heads, p.M)));
+  const std::size_t area = p.M * chunk_floats(p), work = workers * chunk_work_floats(p, false);
+  const int64_t group = heads_per_launch(heads, area + work);
+  float* base = scratch_of(scratch, std::size_t(group) * (area + work));
+  for (int64_t bh0 = 0; bh0 < heads; bh0 += group) {
+    const int64_t n = std::min(group, heads - bh0);
+    chunk_build_kernel<<<unsigned(n * p.M), kThreads>>>(q, k, v, w, beta, values, s, p, bh0, base);
+    check_launch();
+    chunk_forward_kernel<<<unsigned(n * workers), kThreads>>>(o, q, k, v, w, beta, values, s, p, bh0, base,
+                                                              base + group * area, workers);
+    check_launch();
+  }
 }
 
 void blocked_backward(float* dq, float* dk, float* dv, float* dw, float* dbeta, const float* d_o, const float* q,
@@ -315,15 +329,19 @@ void blocked_backward(float* dq, float* dk, float* dv, float* dw, float* dbeta, 
                       AttentionShape s, DeviceBuffer<float>& scratch) {
   const int64_t heads = int64_t(s.B) * s.H;
   const ChunkPlan p = blocked_plan(s);
-  const std::size_t areas = std::size_t(heads) * p.M * chunk_floats(p);
-  const std::size_t work = std::size_t(heads) * chunk_work_floats(p, true);
-  float* base = scratch_of(scratch, areas + work);
-  CUDA_CHECK(cudaMemset(base + areas, 0, work * sizeof(float)));  // the chunk gradients start at 0
-  chunk_build_kernel<<<unsigned(heads * p.M), kThreads>>>(q, k, v, w, beta, values, s, p, base);
-  check_launch();
-  chunk_backward_kernel<<<unsigned(heads), kThreads>>>(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s, p,
-                                                       base, base + areas);
-  check_launch();
+  const std::size_t area = p.M * chunk_floats(p), work = chunk_work_floats(p, true);
+  const int64_t group = heads_per_launch(heads, area + work);
+  float* base = scratch_of(scratch, std::size_t(group) * (area + work));
+  for (int64_t bh0 = 0; bh0 < heads; bh0 += group) {
+    const int64_t n = std::min(group, heads - bh0);
+    // The chunk gradients start at 0.
+    CUDA_CHECK(cudaMemset(base + group * area, 0, std::size_t(n) * work * sizeof(float)));
+    chunk_build_kernel<<<unsigned(n * p.M), kThreads>>>(q, k, v, w, beta, values, s, p, bh0, base);
+    check_launch();
+    chunk_backward_kernel<<<unsigned(n), kThreads>>>(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s, p, bh0,
+                                                     base, base + group * area);
+    check_launch();
+  }
 }
 
 void require_gpu_path(nn::HouseholderPath path, const char* what) {
@@ -346,6 +364,11 @@ void householder_steps_backward(float* dz, float* dbeta_logit, const float* dw, 
   if (n == 0) return;
   householder_steps_backward_kernel<<<grid_blocks(n), kThreads>>>(dz, dbeta_logit, dw, dbeta, z, beta, s);
   check_launch();
+}
+
+std::size_t set_householder_scratch_limit(std::size_t bytes) {
+  std::swap(scratch_limit, bytes);
+  return bytes;
 }
 
 void householder_attention_forward(float* o, const float* q, const float* k, const float* v, const float* w,

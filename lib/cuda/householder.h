@@ -8,9 +8,12 @@
 //            chunk's UT products; forward spreads a head's query chunks over
 //            several blocks; backward is one block a head, its query chunks in
 //            order (the key chunks' gradients collect over them without
-//            atomics). Scratch per head: the chunks (about 4 T (c + hd)
-//            floats), and per block c T scores, backward also c T score
-//            gradients and the chunks' gradients.
+//            atomics). Scratch per head: the chunks (about T (4 c + 4 hd +
+//            hd^2 / c) floats) and per block c T scores; backward also c T
+//            score gradients, the queries and values kept at every chunk
+//            (2 T hd) and the chunks' gradients (about T (3 hd + c +
+//            hd^2 / c)). Heads go a group at a time, so scratch stays under
+//            about 1 GiB (or one head's, if more).
 //   rows     the plain form: one warp per query row at a time, carrying
 //            u = q_i down the keys and the values up (cuda/householder_rows.h,
 //            also run on the host by the CPU tests); forward keeps one row's T
@@ -47,5 +50,10 @@ void householder_attention_backward(float* dq, float* dk, float* dv, float* dw, 
                                     const float* q, const float* k, const float* v, const float* w,
                                     const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch,
                                    nn::HouseholderPath path = nn::HouseholderPath::blocked);
+
+// The blocked path's scratch limit (bytes, default 1 GiB): heads go a group
+// at a time so that a launch's scratch stays under it (one head at least).
+// Returns the previous limit. For tests, which lower it to run many groups.
+std::size_t set_householder_scratch_limit(std::size_t bytes);
 
 }  // namespace routelab::cuda
