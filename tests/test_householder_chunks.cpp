@@ -62,8 +62,8 @@ Grads chunks_on_host(const Inputs& in, bool values, int C, int workers, int thre
   const cuda::ChunkPlan p = cuda::chunk_plan(s.T, s.hd, C);
   Grads g = routelab::testing::householder_zeros(in);
   for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
-    const cuda::ChunkHead h =
-        cuda::chunk_head(in.q.data(), in.k.data(), in.v.data(), in.w.data(), in.beta.data(), bh, s);
+    const cuda::HouseholderHead h =
+        cuda::householder_head(in.q.data(), in.k.data(), in.v.data(), in.w.data(), in.beta.data(), bh, s);
     const int64_t at = bh * s.T * s.hd;
     std::vector<float> area(p.M * cuda::chunk_floats(p), NAN);
     for (int n = 0; n < p.M; ++n)

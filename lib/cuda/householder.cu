@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(kThreads)
                        AttentionShape s, ChunkPlan p, int64_t bh0, float* areas) {
   const int64_t g = blockIdx.x / p.M;
   const int n = int(blockIdx.x % p.M);
-  chunk_build(BlockTeam{}, p, chunk_head(q, k, v, w, beta, bh0 + g, s), areas + g * p.M * chunk_floats(p), n,
+  chunk_build(BlockTeam{}, p, householder_head(q, k, v, w, beta, bh0 + g, s), areas + g * p.M * chunk_floats(p), n,
               values);
 }
 
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kThreads)
   const int worker = int(blockIdx.x % workers);
   const std::size_t floats = chunk_work_floats(p, false);
   const ChunkWork wk = chunk_work(p, work + (g * workers + worker) * floats, false);
-  const ChunkHead h = chunk_head(q, k, v, w, beta, bh, s);
+  const HouseholderHead h = householder_head(q, k, v, w, beta, bh, s);
   for (int m = worker; m < p.M; m += workers)
     chunk_forward(BlockTeam{}, p, h, areas + g * p.M * chunk_floats(p), m, values, wk, o + bh * s.T * s.hd);
 }
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(kThreads)
                           AttentionShape s, ChunkPlan p, int64_t bh0, float* areas, float* work) {
   const int64_t g = blockIdx.x, bh = bh0 + g, at = bh * s.T * s.hd;
   const ChunkWork wk = chunk_work(p, work + g * chunk_work_floats(p, true), true);
-  chunk_head_backward(BlockTeam{}, p, chunk_head(q, k, v, w, beta, bh, s), areas + g * p.M * chunk_floats(p), values,
+  chunk_head_backward(BlockTeam{}, p, householder_head(q, k, v, w, beta, bh, s), areas + g * p.M * chunk_floats(p), values,
                       wk, d_o + at, dq + at, dk + at, dv + at, dw + at, dbeta + bh * s.T);
 }
 
@@ -215,11 +215,6 @@ __global__ void householder_steps_backward_kernel(float* dz, float* dbeta_logit,
   }
 }
 
-void require_householder_shape(const AttentionShape& s, const char* what) {
-  if (s.hd < 1 || s.hd > kMaxHeadDim)
-    throw std::invalid_argument(std::string(what) + ": head dimension " + std::to_string(s.hd) + " outside 1.." +
-                                std::to_string(kMaxHeadDim));
-}
 
 // Warps per head: enough to fill the device (about 2^14 warps in all), no
 // more than the head has rows, and scratch under about 1 GiB; a multiple of
@@ -344,7 +339,12 @@ void blocked_backward(float* dq, float* dk, float* dv, float* dw, float* dbeta, 
   }
 }
 
-void require_gpu_path(nn::HouseholderPath path, const char* what) {
+// The head width (the model's limit, and the row kernels' coordinates per
+// lane) and the path: tiles is the CPU's alone.
+void require_householder_call(const AttentionShape& s, nn::HouseholderPath path, const char* what) {
+  if (s.hd < 1 || s.hd > kMaxHeadDim)
+    throw std::invalid_argument(std::string(what) + ": head dimension " + std::to_string(s.hd) + " outside 1.." +
+                                std::to_string(kMaxHeadDim));
   if (path == nn::HouseholderPath::tiles)
     throw std::invalid_argument(std::string(what) + ": path tiles is the CPU's; the GPU has blocked and rows");
 }
@@ -374,8 +374,7 @@ std::size_t set_householder_scratch_limit(std::size_t bytes) {
 void householder_attention_forward(float* o, const float* q, const float* k, const float* v, const float* w,
                                    const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch,
                                    nn::HouseholderPath path) {
-  require_householder_shape(s, "householder_attention_forward");
-  require_gpu_path(path, "householder_attention_forward");
+  require_householder_call(s, path, "householder_attention_forward");
   if (int64_t(s.B) * s.H * s.T == 0) return;
   if (path == nn::HouseholderPath::blocked)
     blocked_forward(o, q, k, v, w, beta, values, s, scratch);
@@ -387,8 +386,7 @@ void householder_attention_backward(float* dq, float* dk, float* dv, float* dw, 
                                     const float* q, const float* k, const float* v, const float* w,
                                     const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch,
                                     nn::HouseholderPath path) {
-  require_householder_shape(s, "householder_attention_backward");
-  require_gpu_path(path, "householder_attention_backward");
+  require_householder_call(s, path, "householder_attention_backward");
   if (int64_t(s.B) * s.H * s.T == 0) return;
   if (path == nn::HouseholderPath::blocked)
     blocked_backward(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s, scratch);

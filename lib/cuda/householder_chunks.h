@@ -31,6 +31,7 @@
 #include <stdexcept>
 
 #include "base/host_device.h"
+#include "cuda/householder_rows.h"  // HouseholderHead
 #include "nn/attention.h"
 
 namespace routelab::cuda {
@@ -44,7 +45,6 @@ struct Mat {
   ROUTELAB_HOST_DEVICE float& operator()(int i, int j) const { return p[i * rs + j * cs]; }
   ROUTELAB_HOST_DEVICE Mat t() const { return {p, cols, rows, cs, rs}; }
   ROUTELAB_HOST_DEVICE Mat cols_from(int64_t c0, int nc) const { return {p + c0 * cs, rows, nc, rs, cs}; }
-  ROUTELAB_HOST_DEVICE Mat rows_from(int64_t r0, int nr) const { return {p + r0 * rs, nr, cols, rs, cs}; }
 };
 
 // rows x cols, row-major with leading dimension ld.
@@ -117,12 +117,6 @@ ROUTELAB_HOST_DEVICE inline void team_copy(const Team& team, const Mat& C, const
   });
 }
 
-ROUTELAB_EXEC_CHECK_DISABLE
-template <class Team>
-ROUTELAB_HOST_DEVICE inline void team_zero(const Team& team, float* p, int64_t n) {
-  team_each(team, n, [&](int64_t e) { p[e] = 0.0f; });
-}
-
 // Sizes of one head's chunks and of one worker's workspace, shared by the
 // kernels' launches and the host tests. C: steps per chunk, M chunks.
 struct ChunkPlan {
@@ -150,17 +144,6 @@ ROUTELAB_HOST_DEVICE inline std::size_t chunk_work_floats(const ChunkPlan& p, bo
   return n;
 }
 
-// One head's inputs (offsets of head bh applied): q, k, v, w (T x d), beta (T).
-struct ChunkHead {
-  const float *q, *k, *v, *w, *beta;
-  float scale;  // 1 / sqrt(d)
-};
-ROUTELAB_HOST_DEVICE inline ChunkHead chunk_head(const float* q, const float* k, const float* v, const float* w,
-                                                 const float* beta, int64_t bh, const nn::AttentionShape& s) {
-  const int64_t at = bh * s.T * s.hd;
-  return {q + at, k + at, v + at, w + at, beta + bh * s.T, 1.0f / ::sqrtf(float(s.hd))};
-}
-
 // Chunk n of a head: its rows of the inputs and its products in `area`
 // (chunk_floats each, chunk n at n chunk_floats).
 struct ChunkMats {
@@ -170,7 +153,7 @@ struct ChunkMats {
   const float* beta;
   Mat N, T, KW, VW, TW, TtW, Kt, Vt, P;
 };
-ROUTELAB_HOST_DEVICE inline ChunkMats chunk_mats(const ChunkPlan& p, const ChunkHead& h, float* area, int n) {
+ROUTELAB_HOST_DEVICE inline ChunkMats chunk_mats(const ChunkPlan& p, const HouseholderHead& h, float* area, int n) {
   const int64_t a = int64_t(n) * p.C;
   const int c = int(p.T - a < p.C ? p.T - a : p.C), d = p.d, C = p.C;
   float* x = area + std::size_t(n) * chunk_floats(p);
@@ -237,7 +220,7 @@ ROUTELAB_HOST_DEVICE inline ChunkWork chunk_work(const ChunkPlan& p, float* base
 // carried to the chunk's last step), and the same for the values.
 ROUTELAB_EXEC_CHECK_DISABLE
 template <class Team>
-ROUTELAB_HOST_DEVICE inline void chunk_build(const Team& team, const ChunkPlan& p, const ChunkHead& h, float* area,
+ROUTELAB_HOST_DEVICE inline void chunk_build(const Team& team, const ChunkPlan& p, const HouseholderHead& h, float* area,
                                              int n, bool values) {
   const ChunkMats ch = chunk_mats(p, h, area, n);
   const int c = ch.c;
@@ -278,7 +261,7 @@ ROUTELAB_HOST_DEVICE inline void chunk_build(const Team& team, const ChunkPlan& 
 // end of key chunk n) and acc[n] (the values gathered through chunk n).
 ROUTELAB_EXEC_CHECK_DISABLE
 template <class Team>
-ROUTELAB_HOST_DEVICE inline void query_chunk_forward(const Team& team, const ChunkPlan& p, const ChunkHead& h,
+ROUTELAB_HOST_DEVICE inline void query_chunk_forward(const Team& team, const ChunkPlan& p, const HouseholderHead& h,
                                                      float* area, int m, bool values, bool keep, const ChunkWork& w) {
   const int d = p.d, C = p.C;
   const ChunkMats ch = chunk_mats(p, h, area, m);
@@ -349,7 +332,7 @@ ROUTELAB_HOST_DEVICE inline void query_chunk_forward(const Team& team, const Chu
 // Query chunk m's forward, written to o (the head's T x d output).
 ROUTELAB_EXEC_CHECK_DISABLE
 template <class Team>
-ROUTELAB_HOST_DEVICE inline void chunk_forward(const Team& team, const ChunkPlan& p, const ChunkHead& h, float* area,
+ROUTELAB_HOST_DEVICE inline void chunk_forward(const Team& team, const ChunkPlan& p, const HouseholderHead& h, float* area,
                                                int m, bool values, const ChunkWork& w, float* o) {
   query_chunk_forward(team, p, h, area, m, values, false, w);
   const ChunkMats ch = chunk_mats(p, h, area, m);
@@ -419,7 +402,7 @@ ROUTELAB_HOST_DEVICE inline void chunk_steps_backward(const Team& team, const Ch
 // given d_o; the chunks are built in `area`, w.grads start at 0.
 ROUTELAB_EXEC_CHECK_DISABLE
 template <class Team>
-ROUTELAB_HOST_DEVICE inline void chunk_head_backward(const Team& team, const ChunkPlan& p, const ChunkHead& h,
+ROUTELAB_HOST_DEVICE inline void chunk_head_backward(const Team& team, const ChunkPlan& p, const HouseholderHead& h,
                                                      float* area, bool values, const ChunkWork& w, const float* d_o,
                                                      float* dq, float* dk, float* dv, float* dw, float* dbeta) {
   const int d = p.d, C = p.C;
