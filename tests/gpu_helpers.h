@@ -13,6 +13,7 @@
 
 #include "cuda/buffer.h"
 #include "cuda/device.h"
+#include "rms_error.h"
 #include "rng/stream.h"
 
 namespace routelab::testing {
@@ -42,19 +43,6 @@ inline std::vector<int> random_tokens(std::size_t n, int vocab, uint64_t seed) {
   std::vector<int> v(n);
   for (auto& x : v) x = int(s.uniform() * vocab) % vocab;
   return v;
-}
-
-// RMS(got - want) / RMS(want); 0 when both are zero.
-template <class T>
-double rms_relative_error(const std::vector<T>& got, const std::vector<T>& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    diff += (double(got[i]) - double(want[i])) * (double(got[i]) - double(want[i]));
-    ref += double(want[i]) * double(want[i]);
-  }
-  if (!std::isfinite(diff)) return INFINITY;
-  return ref == 0 ? std::sqrt(diff) : std::sqrt(diff / ref);
 }
 
 // Downloads a device result and checks it against the CPU's within `tol`.

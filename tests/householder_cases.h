@@ -14,6 +14,7 @@
 
 #include "nn/attention.h"
 #include "nn/householder.h"
+#include "rms_error.h"
 #include "rng/stream.h"
 
 namespace routelab::testing {
@@ -71,20 +72,13 @@ inline const std::vector<float>& householder_result(const HouseholderGrads& g, i
   return *parts[x];
 }
 
-inline double rms_relative(const std::vector<float>& got, const std::vector<float>& want) {
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]), ref += double(want[i]) * want[i];
-  return std::sqrt(diff / std::max(ref, 1e-300));
-}
-
 // The largest of the six errors; with tol > 0 each must be within it, and
 // each that is not is named.
 inline double worst_error(const HouseholderGrads& got, const HouseholderGrads& want, const std::string& where,
                           double tol) {
   double worst = 0;
   for (int x = 0; x < 6; ++x) {
-    const double e = rms_relative(householder_result(got, x), householder_result(want, x));
+    const double e = rms_relative_error(householder_result(got, x), householder_result(want, x));
     if (tol > 0) {
       EXPECT_LT(e, tol) << where << ": " << kHouseholderResults[x];
     }

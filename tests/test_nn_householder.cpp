@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "nn/householder.h"
+#include "rms_error.h"
 #include "rng/stream.h"
 
 namespace {
@@ -73,12 +74,7 @@ std::vector<double> reference_output(const Inputs& in, bool values, bool planted
   return o;
 }
 
-// || a - b || / || b ||.
-double rel_error(const std::vector<double>& a, const std::vector<double>& b) {
-  double diff2 = 0, ref2 = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff2 += (a[i] - b[i]) * (a[i] - b[i]), ref2 += b[i] * b[i];
-  return std::sqrt(diff2 / std::max(ref2, 1e-300));
-}
+using routelab::testing::rms_relative_error;
 
 // Odd lengths; 21 spans two tiles of rows, the last one ragged.
 const AttentionShape kShapes[] = {{2, 7, 2, 5}, {1, 13, 1, 4}, {1, 21, 1, 3}};
@@ -88,7 +84,7 @@ TEST(nn_householder, every_path_equals_explicit_products) {
       for (bool values : {false, true})
         for (const Path& p : kPaths) {
           const Inputs in = inputs(s, reflections, 1);
-          EXPECT_LE(rel_error(fast_output(in, values, p), reference_output(in, values)), 1e-13)
+          EXPECT_LE(rms_relative_error(fast_output(in, values, p), reference_output(in, values)), 1e-13)
               << "T " << s.T << " reflections " << reflections << " values " << values << " " << p.name();
         }
 }
@@ -136,7 +132,7 @@ TEST(nn_householder, every_gradient_matches_the_reference) {
             (*x)[j] = x0;
           }
           for (int t = 0; t < P; ++t)
-            EXPECT_LE(rel_error(analytic[t], fd), 1e-8) << name << " T " << s.T << " reflections " << reflections
+            EXPECT_LE(rms_relative_error(analytic[t], fd), 1e-8) << name << " T " << s.T << " reflections " << reflections
                                                         << " values " << values << " " << kPaths[t].name();
         }
       }
@@ -150,11 +146,6 @@ TEST(nn_householder, every_gradient_matches_the_reference) {
 // switched off must fail the same check.
 TEST(nn_householder, blocked_float_matches_the_tiled_reference_at_any_thread_count) {
   auto to_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
-  auto rel = [](const std::vector<float>& a, const std::vector<float>& b) {
-    double d2 = 0, r2 = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) d2 += std::pow(double(a[i]) - b[i], 2), r2 += double(b[i]) * b[i];
-    return std::sqrt(d2 / std::max(r2, 1e-300));
-  };
   for (int T : {13, 2 * householder_chunk(37) + 5, 100})
     for (bool reflections : {false, true})
       for (bool values : {false, true}) {
@@ -185,10 +176,10 @@ TEST(nn_householder, blocked_float_matches_the_tiled_reference_at_any_thread_cou
         omp_set_num_threads(threads);
         const char* names[] = {"o", "dq", "dk", "dv", "dw", "dbeta"};
         for (int x = 0; x < 6; ++x) {
-          EXPECT_LE(rel(blocked[x], tiles[x]), 1e-5) << names[x] << " T " << T << " values " << values;
+          EXPECT_LE(rms_relative_error(blocked[x], tiles[x]), 1e-5) << names[x] << " T " << T << " values " << values;
           EXPECT_TRUE(blocked[x] == two[x]) << names[x] << " differs between 1 and 2 threads";
         }
-        EXPECT_GT(rel(blocked[0], wrong[0]), 1e-3) << "planted: value transport switched";
+        EXPECT_GT(rms_relative_error(blocked[0], wrong[0]), 1e-3) << "planted: value transport switched";
       }
 }
 
@@ -241,7 +232,7 @@ TEST(nn_householder, planted_convention_error_is_caught) {
   for (bool values : {false, true})
     for (const Path& p : kPaths) {
       const Inputs in = inputs(kShapes[0], false, 1);
-      EXPECT_GT(rel_error(fast_output(in, values, p), reference_output(in, values, true)), 1e-3) << p.name();
+      EXPECT_GT(rms_relative_error(fast_output(in, values, p), reference_output(in, values, true)), 1e-3) << p.name();
     }
 }
 
