@@ -7,6 +7,8 @@
 
 #include <fmt/core.h>
 
+#include "base/shape.h"
+
 namespace routelab {
 
 static_assert(std::endian::native == std::endian::little, "the format is little-endian; so is every host here");
@@ -15,16 +17,6 @@ namespace {
 
 constexpr const char* kMetadata = "__metadata__";
 constexpr std::size_t kAlign = 8;
-
-// prod(shape), or -1 when a dimension is negative or the product passes 2^62.
-int64_t element_count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0 || (d > 0 && n > (int64_t(1) << 62) / d)) return -1;
-    n *= d;
-  }
-  return n;
-}
 
 std::string le64(uint64_t x) {
   std::string s(8, '\0');

@@ -44,7 +44,7 @@ std::vector<ExportTensor> export_layout(const ModelConfig& m) {
       // (3C, C) and (3C): three (C, C) and (C) tensors, q then k then v.
       std::vector<int64_t> shape = t.shape;
       shape[0] /= 3;
-      const std::size_t third = element_count(shape);
+      const std::size_t third = std::size_t(element_count(shape));
       for (int i = 0; i < 3; ++i)
         out.push_back({prefix + "attn." + (leaf == "qkvw" ? 'w' : 'b') + "qkv"[i], shape, t.offset + i * third});
     } else {

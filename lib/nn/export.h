@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/shape.h"
 #include "nn/config.h"
-#include "nn/model.h"  // element_count
 
 namespace routelab::nn {
 
@@ -21,7 +21,7 @@ struct ExportTensor {
   std::string name;
   std::vector<int64_t> shape;
   std::size_t offset;
-  std::size_t size() const { return element_count(shape); }
+  std::size_t size() const { return std::size_t(element_count(shape)); }
 };
 
 // Every parameter of a model of configuration m, in buffer order, each float

@@ -77,7 +77,7 @@ std::vector<ParamTensor> param_layout(const ModelConfig& m) {
   std::vector<ParamTensor> ts;
   std::size_t at = 0;
   auto add = [&](std::string name, std::vector<int64_t> shape, bool decay) {
-    const std::size_t size = element_count(shape);
+    const std::size_t size = std::size_t(element_count(shape));
     ts.push_back({std::move(name), at, decay, std::move(shape)});
     at += size;
   };

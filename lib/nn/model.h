@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/shape.h"
 #include "nn/host_vector.h"
 
 #include "nn/attention.h"
@@ -20,19 +21,12 @@
 
 namespace routelab::nn {
 
-// The number of floats of a tensor of this shape.
-inline std::size_t element_count(const std::vector<int64_t>& shape) {
-  std::size_t n = 1;
-  for (int64_t d : shape) n *= std::size_t(d);
-  return n;
-}
-
 struct ParamTensor {
   std::string name;  // "wte", "layer0.qkvw", ..., "lnfb"
   std::size_t offset;
   bool decay;                  // AdamW weight decay applies (weight matrices only)
   std::vector<int64_t> shape;  // as the forward reads the floats, row-major; weights (out, in): y = x W^T + b
-  std::size_t size() const { return element_count(shape); }
+  std::size_t size() const { return std::size_t(element_count(shape)); }
 };
 
 // Every parameter tensor in buffer order, with its shape (see model.cpp for
