@@ -33,6 +33,7 @@
 #include "bench/householder_wy.h"
 #include "groups/so2_phases.h"
 #include "groups/walk.h"
+#include "base/normal_log.h"
 #include "rng/stream.h"
 
 using namespace routelab;

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "io/table.h"
+#include "base/normal_log.h"
 #include "rng/stream.h"
 #include "stats/chi2.h"
 

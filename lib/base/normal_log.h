@@ -1,20 +1,17 @@
 // Which log Box-Muller uses in this build (lib/rng/normals_vec.cpp): the one
-// part of the normals whose last bits depend on the build. Decided here, once,
-// so that the normals and every sidecar (io/table.cpp) agree on it, and a CSV
-// says which stream made it (docs/rng-kernels.md).
-//   512  libmvec's 8-wide log (AVX-512DQ builds)
-//   256  libmvec's 4-wide AVX2 log (AVX2 builds, unless
-//        -DROUTELAB_AVX2_VECTOR_LOG=OFF)
-//   0    glibc's scalar log
+// part of the normals whose last bits depend on the build.
+//   "libmvec-avx512"  libmvec's 8-wide log (AVX-512DQ builds)
+//   "libmvec-avx2"    libmvec's 4-wide AVX2 log (AVX2 builds, unless
+//                     -DROUTELAB_AVX2_VECTOR_LOG=OFF)
+//   "scalar"          glibc's scalar log
+// normals_vec.cpp decides it, the one file the build gives
+// ROUTELAB_AVX2_VECTOR_LOG; everything else, every sidecar (io/table.cpp)
+// included, asks this function, so a CSV says which stream made it
+// (docs/rng-kernels.md). Here in base/ so that io/ may ask.
 #pragma once
 
-#if defined(__AVX512DQ__)
-#define ROUTELAB_NORMAL_LOG_WIDTH 512
-#define ROUTELAB_NORMAL_LOG "libmvec-avx512"
-#elif defined(__AVX2__) && defined(ROUTELAB_AVX2_VECTOR_LOG)
-#define ROUTELAB_NORMAL_LOG_WIDTH 256
-#define ROUTELAB_NORMAL_LOG "libmvec-avx2"
-#else
-#define ROUTELAB_NORMAL_LOG_WIDTH 0
-#define ROUTELAB_NORMAL_LOG "scalar"
-#endif
+namespace routelab {
+
+const char* normal_log_path();
+
+}  // namespace routelab

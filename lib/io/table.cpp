@@ -85,7 +85,7 @@ std::string sidecar_text(const std::string& csv_path, const nlohmann::json& conf
   nlohmann::json j = config;
   j["version"] = ROUTELAB_VERSION_STRING;
   j["git_revision"] = ROUTELAB_GIT_REV;
-  j["normal_log"] = ROUTELAB_NORMAL_LOG;  // the normals' last bits depend on it
+  j["normal_log"] = normal_log_path();  // the normals' last bits depend on it
   j["wall_seconds"] = wall_seconds;
   j["csv"] = csv_path;
   return j.dump(2) + "\n";

@@ -56,10 +56,21 @@ void u01_from_words(const uint32_t* w, std::size_t n, double* out) {
 // (cos + sin cost about 2.2 ns an element here; libmvec's vector sincos,
 // reached only through vectors of pointers, is slower still).
 
-// Which log is base/normal_log.h's choice (why: docs/rng-kernels.md). With
-// AVX-512DQ box_muller_pair vectorizes as it is (its 64-bit integer
-// conversions need DQ); AVX2 has no such conversions, so its loop converts
-// the words in 31-bit pieces (below); the scalar path keeps glibc's log.
+// Which log (base/normal_log.h; why: docs/rng-kernels.md). With AVX-512DQ
+// box_muller_pair vectorizes as it is (its 64-bit integer conversions need
+// DQ); AVX2 has no such conversions, so its loop converts the words in
+// 31-bit pieces (below); the scalar path keeps glibc's log.
+#if defined(__AVX512DQ__)
+#define ROUTELAB_NORMAL_LOG_WIDTH 512
+#define ROUTELAB_NORMAL_LOG "libmvec-avx512"
+#elif defined(__AVX2__) && defined(ROUTELAB_AVX2_VECTOR_LOG)
+#define ROUTELAB_NORMAL_LOG_WIDTH 256
+#define ROUTELAB_NORMAL_LOG "libmvec-avx2"
+#else
+#define ROUTELAB_NORMAL_LOG_WIDTH 0
+#define ROUTELAB_NORMAL_LOG "scalar"
+#endif
+
 #if ROUTELAB_NORMAL_LOG_WIDTH == 256
 // box_muller_pair's words made doubles through pieces of at most 31 bits, as
 // AVX2 can convert them: each piece converts exactly and each sum is exact or

@@ -97,10 +97,6 @@ ROUTELAB_HOST_DEVICE inline void box_muller_pair(const uint32_t* w, Log log, dou
   box_muller_from(u1, q, y, log, c, s);
 }
 void normal_chunks(const uint32_t* w, std::size_t nchunks, double* out);
-// Which log normal_chunks was built with (base/normal_log.h), for the tests'
-// and benchmarks' reports: "libmvec-avx512", "libmvec-avx2" or "scalar"
-// (glibc's log, pair by pair).
-const char* normal_log_path();
 // out[i] = u01_open(w[2 i] | w[2 i + 1] << 32), i < n.
 void u01_from_words(const uint32_t* w, std::size_t n, double* out);
 
