@@ -388,8 +388,7 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
   // order into `mean` after each batch (merge_chunk_moments), so memory stays
   // flat in N.
   const int ranks = dist::size(), me = dist::rank();
-  const long long batch = kBatchChunks;
-  std::vector<Moments> moments(std::min(chunks, batch), Moments(count));
+  std::vector<Moments> moments(std::min(chunks, kBatchChunks), Moments(count));
   Moments mean(count);
   auto merge_batch = [&](long long c0, long long nb) {
     if (!matched) return;  // only the matched score's mean is kept
@@ -405,8 +404,8 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
     sc.path.resize(nmax);
     if (!matched) sc.walk = std::make_unique<WalkBuffers>(law);
     if (matched) sc.near_u.resize(std::size_t(chunk / routes) * B), sc.near.resize(chunk / routes);
-    for (long long c0 = 0; c0 < chunks; c0 += batch) {
-      const long long nb = std::min(batch, chunks - c0);
+    for (long long c0 = 0; c0 < chunks; c0 += kBatchChunks) {
+      const long long nb = std::min(kBatchChunks, chunks - c0);
 #pragma omp for schedule(dynamic, 1)
       for (long long ch = c0; ch < c0 + nb; ++ch) {
         if (ch % ranks != me) continue;

@@ -23,10 +23,6 @@ double prop1_required_lambda_gap(double M_max, double K, double rho_star, double
   return std::max({0.0, for_rho, for_a});
 }
 
-bool prop1_gap_meets_targets(double l_near, double l_far, double required_gap) {
-  return l_near - l_far > required_gap + 1e-6 + 1e-9 * (std::abs(l_near) + std::abs(l_far));
-}
-
 double prop1_extremal_lambda_gap(double M_max, double K, double rho_star, double a_star) {
   const double for_rho = std::log(M_max * (1.0 - rho_star) / (K * rho_star));
   // a = sqrt(M) x / (K + M x), x = e^{-lambda g}, increases in x; a <= a_star

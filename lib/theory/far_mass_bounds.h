@@ -7,6 +7,8 @@
 // logit spread (lambda g for Prop 1, the near-max minus far-min for Prop 3).
 #pragma once
 
+#include <cmath>
+
 namespace routelab::theory {
 
 // rho = M e^{-Delta} / (K + M e^{-Delta}): the far mass when all K near logits
@@ -31,8 +33,10 @@ double prop1_required_lambda_gap(double M_max, double K, double rho_star, double
 // size, far above what the accumulator's rounding (one exp, sums of at most
 // M terms in [1, M], the logits' own difference) could make up. Then both
 // targets hold and the computed values would say so: no need to compute
-// them.
-bool prop1_gap_meets_targets(double l_near, double l_far, double required_gap);
+// them. Inline: score-tail asks it for every group, length and level.
+inline bool prop1_gap_meets_targets(double l_near, double l_far, double required_gap) {
+  return l_near - l_far > required_gap + 1e-6 + 1e-9 * (std::abs(l_near) + std::abs(l_far));
+}
 // The smallest lambda g at which Proposition 1's extremal configuration (K near
 // scores = c_near, M_max far scores = c_far) meets both targets: the rho term
 // of the condition above is exact there, the a term is not (a_D < sqrt(M)
