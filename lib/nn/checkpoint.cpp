@@ -50,13 +50,13 @@ void save_checkpoint(const std::string& path, const RunConfig& c, int step, cons
   write_file_atomic(path, body + "\n" + sha256_hex(body.data(), body.size()));
 }
 
-Checkpoint load_checkpoint(const std::string& path, std::string* file_bytes) {
+Checkpoint load_checkpoint(const std::string& path, std::string* file_sha256) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw CheckpointError(fmt::format("checkpoint {} cannot be read", path));
   std::stringstream ss;
   ss << f.rdbuf();
   std::string all = ss.str();
-  if (file_bytes) *file_bytes = all;
+  if (file_sha256) *file_sha256 = sha256_hex(all.data(), all.size());
   const std::size_t l1 = all.find('\n');
   const bool v2 = l1 != std::string::npos && all.compare(0, l1, kMagic) == 0;
   const bool v1 = l1 != std::string::npos && all.compare(0, l1, kMagicV1) == 0;

@@ -33,9 +33,9 @@ struct Checkpoint {
 
 void save_checkpoint(const std::string& path, const RunConfig& c, int step, const std::vector<float>& params,
                      const AdamW& opt);
-// `file_bytes`, if given, receives the file as read (what export hashes), so
-// a caller that needs both reads the file once.
-Checkpoint load_checkpoint(const std::string& path, std::string* file_bytes = nullptr);
+// `file_sha256`, if given, receives the sha256 of the file as read (what
+// export records), so a caller that needs both reads the file once.
+Checkpoint load_checkpoint(const std::string& path, std::string* file_sha256 = nullptr);
 // Throws CheckpointError naming the first field where `ck` and `c` differ, or
 // when `ck` holds another number of parameters than `c` lays out.
 void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::string& path);

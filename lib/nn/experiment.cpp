@@ -353,11 +353,11 @@ std::string csv_with_suffix(const std::string& csv, const std::string& suffix) {
 std::string positions_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-positions.csv"); }
 std::string passkey_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-passkey.csv"); }
 
-Checkpoint load_run_checkpoint(const std::string& run_dir, const RunConfig& c, std::string* file_bytes) {
+Checkpoint load_run_checkpoint(const std::string& run_dir, const RunConfig& c, std::string* file_sha256) {
   const std::string path = checkpoint_path(run_dir);
   if (!fs::exists(path))
     throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", run_dir));
-  Checkpoint ck = load_checkpoint(path, file_bytes);
+  Checkpoint ck = load_checkpoint(path, file_sha256);
   require_same_config(ck, c, path);
   return ck;
 }

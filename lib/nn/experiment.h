@@ -85,8 +85,8 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengt
 // The checkpoint of run_dir, whose configuration is c: refused (RunDirError,
 // CheckpointError) when there is none yet, or when it is damaged, of another
 // configuration, or holds another number of parameters than c's model.
-// `file_bytes` as load_checkpoint's.
-Checkpoint load_run_checkpoint(const std::string& run_dir, const RunConfig& c, std::string* file_bytes = nullptr);
+// `file_sha256` as load_checkpoint's.
+Checkpoint load_run_checkpoint(const std::string& run_dir, const RunConfig& c, std::string* file_sha256 = nullptr);
 // The run's model where `backend` puts it (empty: the CPU, driving run.model).
 std::unique_ptr<ModelBackend> trained_run_backend(TrainedRun& run, const BackendFactory& backend);
 

@@ -86,9 +86,9 @@ void export_run(const std::string& run_dir, const std::string& out) {
   files.input(config_path(run_dir));
   files.input(checkpoint_path(run_dir));
   files.output(out, "--out");
-  std::string file;  // the bytes the weights came from, hashed for the metadata
-  const Checkpoint ck = load_run_checkpoint(run_dir, c, &file);
-  files.set(out, export_safetensors(c, ck.step, sha256_hex(file.data(), file.size()), ck.params));
+  std::string file_sha256;  // of the bytes the weights came from, for the metadata
+  const Checkpoint ck = load_run_checkpoint(run_dir, c, &file_sha256);
+  files.set(out, export_safetensors(c, ck.step, file_sha256, ck.params));
   files.commit();
 }
 
