@@ -38,10 +38,11 @@ const ParamTensor& find_tensor(const std::vector<ParamTensor>& ts, const std::st
   throw std::out_of_range("no parameter tensor " + name);
 }
 
-std::size_t param_count(const ModelConfig& m) {
-  const auto ts = param_layout(m);
-  return ts.back().offset + ts.back().size();
+std::size_t param_count(const std::vector<ParamTensor>& layout) {
+  return layout.back().offset + layout.back().size();
 }
+
+std::size_t param_count(const ModelConfig& m) { return param_count(param_layout(m)); }
 
 LayerParams layer_params(const std::vector<ParamTensor>& ts, int l) {
   const std::string p = "layer" + std::to_string(l) + ".";
@@ -185,7 +186,7 @@ Model<R>::Model(const ModelConfig& config, uint64_t seed) : config_(config), see
   scheme_ = *s;
   tensors_ = param_layout(config);
   offsets_ = param_offsets(tensors_, config.layers);
-  params.assign(param_count(config), R(0));
+  params.assign(param_count(tensors_), R(0));
   grads.assign(params.size(), R(0));
   angles_ = make_angle_source<R>(config, seed);
   if (scheme_.alibi) slopes_ = alibi_slopes(config.heads);

@@ -35,6 +35,8 @@ struct ParamTensor {
 std::vector<ParamTensor> param_layout(const ModelConfig& m);
 // The number of parameters param_layout lays out.
 std::size_t param_count(const ModelConfig& m);
+// The same from a layout already made.
+std::size_t param_count(const std::vector<ParamTensor>& layout);
 // The tensor called `name`; throws std::out_of_range if the model has none.
 const ParamTensor& find_tensor(const std::vector<ParamTensor>& tensors, const std::string& name);
 
