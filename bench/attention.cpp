@@ -166,6 +166,15 @@ std::vector<int> positive_ints_of(const char* flag, const char* text) {
   return out;
 }
 
+int positive_int_of(const char* flag, const char* text) {
+  const std::vector<int> v = positive_ints_of(flag, text);
+  if (v.size() != 1) {
+    std::fprintf(stderr, "bench_attention: %s takes one positive integer; got '%s'\n", flag, text);
+    std::exit(2);
+  }
+  return v[0];
+}
+
 int main(int argc, char** argv) {
   std::vector<int> lengths = {128, 512};
   int rounds = 5;
@@ -177,9 +186,14 @@ int main(int argc, char** argv) {
     if (i + 1 < argc && a == "--lengths") {
       lengths = positive_ints_of("--lengths", argv[++i]);
     } else if (i + 1 < argc && a == "--rounds") {
-      rounds = std::stoi(argv[++i]);
+      rounds = positive_int_of("--rounds", argv[++i]);
     } else if (i + 1 < argc && a == "--seconds") {
-      seconds = std::stod(argv[++i]);
+      const auto s = parse_finite(argv[++i]);
+      if (!s || *s <= 0) {
+        std::fprintf(stderr, "bench_attention: --seconds takes a positive number; got '%s'\n", argv[i]);
+        return 2;
+      }
+      seconds = *s;
     } else if (i + 1 < argc && a == "--only") {
       only = items_of("--only", argv[++i]);
     } else if (i + 1 < argc && a == "--chunks") {
