@@ -33,11 +33,11 @@ ROUTELAB_HOST_DEVICE inline r123::Philox4x32::ctr_type philox_block(uint64_t see
 
 // What the vector kernels (rng/philox.cpp, rng/philox_lanes.h) need of
 // Philox4x32-10 beyond the block function: its multipliers and the two key
-// words of round r (the key bumped r times by the Weyl constants), as
-// Random123's philox.h defines them.
-constexpr uint32_t kPhiloxMul0 = 0xD2511F53u, kPhiloxMul1 = 0xCD9E8D57u;
-inline uint32_t philox_round_key0(uint64_t seed, int r) { return uint32_t(seed) + uint32_t(r) * 0x9E3779B9u; }
-inline uint32_t philox_round_key1(uint64_t seed, int r) { return uint32_t(seed >> 32) + uint32_t(r) * 0xBB67AE85u; }
+// words of round r (the key bumped r times by the Weyl constants), taken
+// from Random123's philox.h, which the block function runs.
+constexpr uint32_t kPhiloxMul0 = PHILOX_M4x32_0, kPhiloxMul1 = PHILOX_M4x32_1;
+inline uint32_t philox_round_key0(uint64_t seed, int r) { return uint32_t(seed) + uint32_t(r) * PHILOX_W32_0; }
+inline uint32_t philox_round_key1(uint64_t seed, int r) { return uint32_t(seed >> 32) + uint32_t(r) * PHILOX_W32_1; }
 
 // Batch kernels (lib/rng/philox.cpp, lib/rng/normals_vec.cpp).
 // philox_blocks: out[4 i + j] = word j of philox_block(seed, stream, block0 + i),
