@@ -16,7 +16,10 @@
 // team's size, and no thread reads an entry another thread writes in the same
 // operation: a product's output must not overlap its inputs (checked on the
 // host, where the tests run), and an elementwise step reads only the entry it
-// writes, or entries the same thread wrote.
+// writes, or entries the same thread wrote. Every multiply-add is an explicit
+// fmaf: left to the compiler, whether a * b + c is fused depends on how each
+// instantiation inlines and vectorises, and the host's one-thread and OpenMP
+// teams (two instantiations) then differ in the last bits.
 //
 // Work split (cuda/householder.cu): one team builds one chunk; forward gives
 // query chunk m of a head to worker m mod workers, each with its own
@@ -101,8 +104,8 @@ ROUTELAB_HOST_DEVICE inline void team_product(const Team& team, const Mat& C, co
       return;
     }
     float s = 0.0f;
-    for (int k = 0; k < A.cols; ++k) s += A(i, k) * B(k, j);
-    C(i, j) = add ? C(i, j) + alpha * s : alpha * s;
+    for (int k = 0; k < A.cols; ++k) s = fmaf(A(i, k), B(k, j), s);
+    C(i, j) = add ? fmaf(alpha, s, C(i, j)) : alpha * s;
   });
 }
 
@@ -113,7 +116,7 @@ ROUTELAB_HOST_DEVICE inline void team_copy(const Team& team, const Mat& C, const
                                            float alpha = 1.0f) {
   team_each(team, int64_t(C.rows) * C.cols, [&](int64_t e) {
     const int i = int(e / C.cols), j = int(e % C.cols);
-    C(i, j) = add ? C(i, j) + alpha * A(i, j) : A(i, j);
+    C(i, j) = add ? fmaf(alpha, A(i, j), C(i, j)) : A(i, j);
   });
 }
 
@@ -237,7 +240,7 @@ ROUTELAB_HOST_DEVICE inline void chunk_build(const Team& team, const ChunkPlan& 
     ch.T(i, i) = ch.beta[i];
     for (int r = i - 1; r >= 0; --r) {
       float acc = 0.0f;
-      for (int s = r + 1; s <= i; ++s) acc += ch.N(r, s) * ch.T(s, i);
+      for (int s = r + 1; s <= i; ++s) acc = fmaf(ch.N(r, s), ch.T(s, i), acc);
       ch.T(r, i) = -acc;
     }
   });
@@ -377,7 +380,7 @@ ROUTELAB_HOST_DEVICE inline void chunk_steps_backward(const Team& team, const Ch
     const int j = int(col);
     for (int r = 0; r < c; ++r) {
       float x = r <= j ? g.dT(r, j) : 0.0f;
-      for (int s = 0; s < r; ++s) x -= ch.N(s, r) * X(s, j);
+      for (int s = 0; s < r; ++s) x = fmaf(-ch.N(s, r), X(s, j), x);
       X(r, j) = x;
     }
   });
@@ -386,7 +389,7 @@ ROUTELAB_HOST_DEVICE inline void chunk_steps_backward(const Team& team, const Ch
   team_each(team, c, [&](int64_t row) {
     const int r = int(row);
     float db = X(r, r);
-    for (int j = r + 1; j < c; ++j) db += dN(r, j) * S(r, j);
+    for (int j = r + 1; j < c; ++j) db = fmaf(dN(r, j), S(r, j), db);
     dbeta[ch.a + r] += db;
     for (int j = 0; j < c; ++j) dS(r, j) = j > r ? ch.beta[r] * dN(r, j) : 0.0f;
   });
@@ -424,7 +427,7 @@ ROUTELAB_HOST_DEVICE inline void chunk_head_backward(const Team& team, const Chu
     // D_i = dO_i . o_i: the softmax's row correction.
     team_each(team, rows, [&](int64_t l) {
       float s = 0.0f;
-      for (int c = 0; c < d; ++c) s += dO(int(l), c) * O(int(l), c);
+      for (int c = 0; c < d; ++c) s = fmaf(dO(int(l), c), O(int(l), c), s);
       w.D[l] = s;
     });
     if (values) {
