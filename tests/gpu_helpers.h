@@ -45,6 +45,11 @@ inline std::vector<int> random_tokens(std::size_t n, int vocab, uint64_t seed) {
   return v;
 }
 
+// RMS relative errors a kernel may show against the CPU's reference: an
+// exact rewrite in float (same sums, other order), a float forward, a float
+// backward (longer chains of sums).
+inline constexpr double kExact = 1e-6, kForward = 1e-5, kBackward = 5e-5;
+
 // Downloads a device result and checks it against the CPU's within `tol`.
 template <class T>
 void expect_close(const std::string& what, const DeviceBuffer<T>& got, const std::vector<T>& want, double tol) {

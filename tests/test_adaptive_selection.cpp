@@ -11,7 +11,7 @@ using namespace routelab;
 
 namespace {
 
-SimContext small(long long samples, uint64_t seed = 7) {
+SimContext adaptive_selection_context(long long samples, uint64_t seed = 7) {
   return SimContext{seed, 2, samples, 0};  // seed, threads, samples, point
 }
 
@@ -32,7 +32,7 @@ SimRow row(const std::vector<SimRow>& rows, const std::string& prefix) {
 }  // namespace
 
 TEST(AdaptiveSelection, CounterexampleDefeatsTheorem7) {
-  const auto rows = adaptive_selection_rows(config(1000, 0.3), small(60));
+  const auto rows = adaptive_selection_rows(config(1000, 0.3), adaptive_selection_context(60));
   for (const auto& r : rows) EXPECT_NE(r.verdict, Verdict::fail) << r.quantity << " = " << r.estimate;
   EXPECT_EQ(row(rows, "violation_frequency_adaptive").verdict, Verdict::pass);
   EXPECT_EQ(row(rows, "violation_frequency_adaptive").estimate, 1.0);
@@ -46,27 +46,27 @@ TEST(AdaptiveSelection, CounterexampleDefeatsTheorem7) {
 // deterministic |t| >= cos eps runs over about 2e4 selections here (1e5 in verify).
 TEST(AdaptiveSelection, ChernoffTailAndPlantedExponentFails) {
   const auto cfg = config(200, 0.3);
-  const auto rows = adaptive_selection_rows(cfg, small(20000));
+  const auto rows = adaptive_selection_rows(cfg, adaptive_selection_context(20000));
   EXPECT_EQ(row(rows, "chernoff_tail").verdict, Verdict::pass);
   EXPECT_EQ(row(rows, "min_abs_t_adaptive").verdict, Verdict::pass);
   EXPECT_EQ(row(rows, "violation_frequency_adaptive").verdict, Verdict::none);  // the bound exceeds 1 at N = 19
   AdaptiveSelectionTheory planted;
   planted.chernoff = [](long long M, double p) { return std::exp(-double(M) * p / 2.0); };
-  EXPECT_EQ(row(adaptive_selection_rows(cfg, small(20000), planted), "chernoff_tail").verdict, Verdict::fail);
+  EXPECT_EQ(row(adaptive_selection_rows(cfg, adaptive_selection_context(20000), planted), "chernoff_tail").verdict, Verdict::fail);
 }
 
 // Planted: the mean sin(eps)/eps as a lower bound on every |t|; the least of 200 trials falls below it.
 TEST(AdaptiveSelection, PlantedLowerBoundFails) {
   AdaptiveSelectionTheory planted;
   planted.min_abs_t = [](double eps) { return std::sin(eps) / eps; };
-  EXPECT_EQ(row(adaptive_selection_rows(config(1000, 0.3), small(200), planted), "min_abs_t_adaptive").verdict, Verdict::fail);
+  EXPECT_EQ(row(adaptive_selection_rows(config(1000, 0.3), adaptive_selection_context(200), planted), "min_abs_t_adaptive").verdict, Verdict::fail);
 }
 
 // Where Theorem 7's bound cannot be violated (raised past 1), the negative control does not pass.
 TEST(AdaptiveSelection, NegativeControlNeedsAViolableBound) {
   AdaptiveSelectionTheory planted;
   planted.separate = [](double, long long, double, double, int, double) { return 1.5; };
-  const auto rows = adaptive_selection_rows(config(1000, 0.3), small(60), planted);
+  const auto rows = adaptive_selection_rows(config(1000, 0.3), adaptive_selection_context(60), planted);
   EXPECT_NE(row(rows, "violation_frequency_adaptive").verdict, Verdict::pass);
   EXPECT_EQ(row(rows, "violation_frequency_adaptive").estimate, 0.0);
 }

@@ -25,7 +25,7 @@ namespace {
 using namespace routelab;
 using namespace routelab::testing;
 
-constexpr double kSteps = 1e-6, kForward = 1e-5, kBackward = 5e-5;
+constexpr double kSteps = 1e-6;
 
 class gpu_householder : public GpuTest {};
 

@@ -31,8 +31,6 @@ namespace {
 using namespace routelab;
 using routelab::nn::AttentionShape;
 
-constexpr double kTolerance = 1e-5;
-
 // A team of OpenMP threads, as a thread block on the GPU.
 struct OmpTeam {
   int rank() const { return omp_get_thread_num(); }
@@ -115,7 +113,7 @@ TEST(householder_chunks, host_run_of_the_gpu_blocked_path_matches_the_tiles) {
         const Grads want = tiles_reference(in, values);
         for (int workers : {1, 3})
           worst_error(chunks_on_host(in, values, c.C, workers, 1), want,
-                      describe(c, reflections, values, workers), kTolerance);
+                      describe(c, reflections, values, workers), kHouseholderTolerance);
       }
 }
 
@@ -137,7 +135,7 @@ TEST(householder_chunks, planted_error_value_transport_switched_fails) {
   const Inputs in = routelab::testing::householder_inputs(kCases[3].s, false, 11);
   for (bool values : {false, true})
     EXPECT_GT(worst_error(chunks_on_host(in, !values, kCases[3].C, 1, 1), tiles_reference(in, values), "planted", 0),
-              100 * kTolerance);
+              100 * kHouseholderTolerance);
 }
 
 }  // namespace

@@ -24,8 +24,6 @@ namespace {
 using namespace routelab;
 using routelab::nn::AttentionShape;
 
-constexpr double kTolerance = 1e-5;
-
 using Inputs = routelab::testing::HouseholderInputs;
 using Grads = routelab::testing::HouseholderGrads;
 using routelab::testing::worst_error;
@@ -81,7 +79,7 @@ TEST(householder_rows, host_run_of_the_gpu_rows_matches_the_cpu) {
                       "T " + std::to_string(s.T) + " hd " + std::to_string(s.hd) + " reflections " +
                           std::to_string(reflections) + " values " + std::to_string(values) + " workers " +
                           std::to_string(workers),
-                      kTolerance);
+                      kHouseholderTolerance);
         }
 }
 
@@ -90,7 +88,8 @@ TEST(householder_rows, host_run_of_the_gpu_rows_matches_the_cpu) {
 TEST(householder_rows, planted_error_value_transport_switched_fails) {
   const Inputs in = routelab::testing::householder_inputs(kShapes[0], false, 7);
   for (bool values : {false, true})
-    EXPECT_GT(worst_error(rows_on_host(in, !values, 3), cpu_reference(in, values), "planted", 0), 100 * kTolerance);
+    EXPECT_GT(worst_error(rows_on_host(in, !values, 3), cpu_reference(in, values), "planted", 0),
+              100 * kHouseholderTolerance);
 }
 
 }  // namespace

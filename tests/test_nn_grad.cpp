@@ -24,7 +24,7 @@ using namespace routelab::nn;
 // "householder_qk:reflection" names a scheme and its householder_beta,
 // "learned_qkv:shared" one angle table for all layers, "learned_qk:uniform" a
 // learned_init.
-ModelConfig tiny_config(const std::string& scheme) {
+ModelConfig grad_config(const std::string& scheme) {
   ModelConfig m;
   const std::size_t colon = scheme.find(':');
   const std::string option = colon == std::string::npos ? "" : scheme.substr(colon + 1);
@@ -106,7 +106,7 @@ class nn_grad : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(nn_grad, every_tensor_matches_finite_differences) {
-  Model<double> model(tiny_config(GetParam()), 3);
+  Model<double> model(grad_config(GetParam()), 3);
   // Biases and LayerNorm parameters start at 0 and 1: move them off those
   // symmetric points, and make the scores large enough that every gradient
   // stands well above the loss's rounding error.
@@ -147,7 +147,7 @@ class nn_grad_planted : public ::testing::TestWithParam<std::pair<std::string, s
 TEST_P(nn_grad_planted, error_is_caught_in_its_tensor_only) {
   omp_set_num_threads(1);
   const auto& [scheme, tensor] = GetParam();
-  Model<double> model(tiny_config(scheme), 3);
+  Model<double> model(grad_config(scheme), 3);
   const Batch b = tiny_batch();
   const auto& ts = model.tensors();
   const auto it = std::find_if(ts.begin(), ts.end(), [&](const ParamTensor& t) { return t.name == tensor; });

@@ -15,7 +15,7 @@ using namespace routelab;
 
 namespace {
 
-SimContext small(long long samples, int threads = 2) {
+SimContext random_variant_context(long long samples, int threads = 2) {
   return SimContext{5, threads, samples, 0};  // seed, threads, samples, point
 }
 
@@ -61,7 +61,7 @@ TEST(RandomVariant, ReferenceTable) {
 std::vector<SimRow> variant_rows(const std::vector<double>& gaps = {}, int threads = 2) {
   RandomVariantSetup setup;
   setup.gaps = gaps;
-  return random_variant_rows(setup, {10, 100, 1000}, {0, 4, 8, 31}, small(400, threads));
+  return random_variant_rows(setup, {10, 100, 1000}, {0, 4, 8, 31}, random_variant_context(400, threads));
 }
 
 TEST(RandomVariant, BlocksWindowsAndMeanScorePass) {
@@ -93,8 +93,8 @@ TEST(RandomVariant, PlantedCosGapFails) {
 TEST(RandomVariant, SameRowsAtOneAndTwoThreads) {
   RandomVariantSetup setup;
   setup.d = 8;
-  const auto a = random_variant_rows(setup, {5, 50}, {0, 3}, small(300, 1));
-  const auto b = random_variant_rows(setup, {5, 50}, {0, 3}, small(300, 2));
+  const auto a = random_variant_rows(setup, {5, 50}, {0, 3}, random_variant_context(300, 1));
+  const auto b = random_variant_rows(setup, {5, 50}, {0, 3}, random_variant_context(300, 2));
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i)  // NaN: a window beyond the walk
     if (!(std::isnan(a[i].estimate) && std::isnan(b[i].estimate))) {

@@ -20,7 +20,7 @@ using routelab::testing::PlantedLaw;
 
 namespace {
 
-SimContext small(long long samples, int threads = 2) {
+SimContext score_tail_context(long long samples, int threads = 2) {
   return SimContext{11, threads, samples, 0};  // seed, threads, samples, point
 }
 
@@ -52,7 +52,7 @@ void expect_no_failures(const std::vector<SimRow>& rows) {
 
 std::vector<SimRow> householder_rows(const ScoreTailTheory& theory = paper_score_tail_theory()) {
   auto law = make_step_law(params_for("householder", {{"d", "16"}}));
-  return score_tail_rows(*law, {1, 60}, {0.4, 0.5, 0.6}, 4, small(20000), theory);
+  return score_tail_rows(*law, {1, 60}, {0.4, 0.5, 0.6}, 4, score_tail_context(20000), theory);
 }
 
 }  // namespace
@@ -89,8 +89,8 @@ TEST(ScoreTail, PlantedWrongHaarLawFails) {
   ScoreTailTheory planted = paper_score_tail_theory();
   planted.haar_tail = [](int d, double s) { return theory::haar_score_tail(d / 2, s); };
   auto law = make_step_law(params_for("haar", {{"d", "16"}}));
-  EXPECT_EQ(count_verdict(score_tail_rows(*law, {1}, {0.4, 0.5}, 2, small(20000)), Verdict::fail), 0);
-  EXPECT_EQ(count_verdict(rows_of(score_tail_rows(*law, {1}, {0.4, 0.5}, 2, small(20000), planted), "tail_vs_exact_law"),
+  EXPECT_EQ(count_verdict(score_tail_rows(*law, {1}, {0.4, 0.5}, 2, score_tail_context(20000)), Verdict::fail), 0);
+  EXPECT_EQ(count_verdict(rows_of(score_tail_rows(*law, {1}, {0.4, 0.5}, 2, score_tail_context(20000), planted), "tail_vs_exact_law"),
                           Verdict::fail),
             2);
 }
@@ -99,7 +99,7 @@ TEST(ScoreTail, PlantedWrongHaarLawFails) {
 // above the Levy bound (0.117 at d = 8, s = 0.9): the negative control passes.
 TEST(ScoreTail, CoordinateNormalsBreakLevy) {
   auto law = make_step_law(params_for("householder", {{"d", "8"}, {"normals", "coordinate"}}));
-  const auto rows = score_tail_rows(*law, {1, 40}, {0.6, 0.9}, 2, small(4000));
+  const auto rows = score_tail_rows(*law, {1, 40}, {0.6, 0.9}, 2, score_tail_context(4000));
   expect_no_failures(rows);
   // At n = 40 the tail is 0.50 < Levy 0.57 at s = 0.6: no violation there.
   EXPECT_EQ(count_verdict(rows_of(rows, "tail_exceeds_levy"), Verdict::pass), 3);
@@ -111,7 +111,7 @@ TEST(ScoreTail, CoordinateNormalsBreakLevy) {
 TEST(ScoreTail, PlantedClaimThatCoordinateNormalsMixFails) {
   PlantedLaw law(make_step_law(params_for("householder", {{"d", "8"}, {"normals", "coordinate"}})));
   law.limit_ = HaarLimit::yes;
-  const auto rows = score_tail_rows(law, {1, 40}, {0.9}, 2, small(4000));
+  const auto rows = score_tail_rows(law, {1, 40}, {0.9}, 2, score_tail_context(4000));
   EXPECT_EQ(rows_of(rows, "ks_to_haar_score_law", "40")[0].verdict, Verdict::fail);
 }
 
@@ -119,7 +119,7 @@ TEST(ScoreTail, PlantedClaimThatCoordinateNormalsMixFails) {
 // holds, near routes and the union bound hold.
 std::vector<SimRow> so2_rows(const ScoreTailTheory& theory = paper_score_tail_theory()) {
   auto law = make_step_law(params_for("so2", {{"d", "64"}, {"a", "1"}}));
-  return score_tail_rows(*law, {3, 10, 30}, {0.3, 0.5, 0.7}, 4, small(100000), theory);
+  return score_tail_rows(*law, {3, 10, 30}, {0.3, 0.5, 0.7}, 4, score_tail_context(100000), theory);
 }
 
 TEST(ScoreTail, HoeffdingHoldsAndMeanMatches) {
@@ -149,8 +149,8 @@ TEST(ScoreTail, PlantedWrongMeanScoreFails) {
 
 TEST(ScoreTail, SameRowsAtOneAndTwoThreads) {
   auto law = make_step_law(params_for("householder", {{"d", "6"}}));
-  const auto a = score_tail_rows(*law, {1, 8}, {0.5}, 3, small(3000, 1));
-  const auto b = score_tail_rows(*law, {1, 8}, {0.5}, 3, small(3000, 2));
+  const auto a = score_tail_rows(*law, {1, 8}, {0.5}, 3, score_tail_context(3000, 1));
+  const auto b = score_tail_rows(*law, {1, 8}, {0.5}, 3, score_tail_context(3000, 2));
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].estimate, b[i].estimate) << a[i].quantity;
 }

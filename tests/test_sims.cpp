@@ -16,7 +16,7 @@ using routelab::testing::PlantedLaw;
 
 namespace {
 
-SimContext small(long long samples, uint64_t seed = 3) {
+SimContext sims_context(long long samples, uint64_t seed = 3) {
   return SimContext{seed, 2, samples, 0};  // seed, threads, samples, point
 }
 
@@ -50,7 +50,7 @@ TEST(SpectralGap, ClosedFormsPass) {
       params_for("nonnormal", {{"d", "3"}}),
   };
   for (const auto& p : cases) {
-    const auto rows = spectral_gap_rows(*make_step_law(p), small(40000));
+    const auto rows = spectral_gap_rows(*make_step_law(p), sims_context(40000));
     EXPECT_EQ(row(rows, "beta").verdict, Verdict::pass) << p.at("family") << " d=" << p.at("d");
   }
 }
@@ -61,14 +61,14 @@ TEST(SpectralGap, PlantedWrongHouseholderMeanFails) {
   const int d = 5;
   PlantedLaw law(make_step_law(params_for("householder", {{"d", "5"}})));
   law.mean_ = Mat((1.0 - 1.0 / d) * Mat::Identity(d, d));
-  EXPECT_EQ(row(spectral_gap_rows(law, small(40000)), "beta").verdict, Verdict::fail);
+  EXPECT_EQ(row(spectral_gap_rows(law, sims_context(40000)), "beta").verdict, Verdict::fail);
 }
 
 // Example 1's planted error: cos a instead of sin a / a (0.30 apart at a = 1).
 TEST(SpectralGap, PlantedWrongSo2MeanFails) {
   PlantedLaw law(make_step_law(params_for("so2", {{"d", "2"}, {"a", "1"}})));
   law.mean_ = Mat(std::cos(1.0) * Mat::Identity(2, 2));
-  EXPECT_EQ(row(spectral_gap_rows(law, small(20000)), "beta").verdict, Verdict::fail);
+  EXPECT_EQ(row(spectral_gap_rows(law, sims_context(20000)), "beta").verdict, Verdict::fail);
 }
 
 // Example 3's planted error: 1 - (1 - sin a/a)/d, 0.0198 away at d = 8, a = 1;
@@ -76,14 +76,14 @@ TEST(SpectralGap, PlantedWrongSo2MeanFails) {
 TEST(SpectralGap, PlantedWrongGivensMeanFails) {
   PlantedLaw law(make_step_law(params_for("givens", {{"d", "8"}, {"a", "1"}})));
   law.mean_ = Mat((1.0 - (1.0 - std::sin(1.0)) / 8.0) * Mat::Identity(8, 8));
-  EXPECT_EQ(row(spectral_gap_rows(law, small(100000)), "beta").verdict, Verdict::fail);
+  EXPECT_EQ(row(spectral_gap_rows(law, sims_context(100000)), "beta").verdict, Verdict::fail);
 }
 
 // The split-sample norm is not biased up by noise where E M = 0 (Haar), unlike
 // the norm of the noisy mean.
 TEST(SpectralGap, SplitNormIsNotBiasedUpward) {
   auto law = make_step_law(params_for("haar", {{"d", "8"}, {"group", "o"}}));
-  const auto& beta = row(spectral_gap_rows(*law, small(20000)), "beta");
+  const auto& beta = row(spectral_gap_rows(*law, sims_context(20000)), "beta");
   EXPECT_LT(std::abs(beta.estimate), 5 * beta.stderr_);
 }
 
@@ -95,13 +95,13 @@ TEST(MomentDecay, Theorem3AndWindowsPass) {
       params_for("so2", {{"d", "2"}, {"a", "1"}}),
       params_for("nonnormal", {{"d", "3"}}),
   };
-  for (const auto& p : cases) expect_no_failures(moment_decay_rows(*make_step_law(p), {1, 4, 8}, {0.1}, small(20000)), p.at("family"));
+  for (const auto& p : cases) expect_no_failures(moment_decay_rows(*make_step_law(p), {1, 4, 8}, {0.1}, sims_context(20000)), p.at("family"));
 }
 
 // Theorem 3 is strict for the non-normal example: ||E P_8|| = 0.4068 < beta^8 = 0.7079.
 TEST(MomentDecay, NonNormalIsStrictlyBelowBetaPower) {
   auto law = make_step_law(params_for("nonnormal", {{"d", "3"}}));
-  const auto& r = row(moment_decay_rows(*law, {8}, {0.1}, small(40000)), "norm_mean_product", "8");
+  const auto& r = row(moment_decay_rows(*law, {8}, {0.1}, sims_context(40000)), "norm_mean_product", "8");
   EXPECT_NEAR(r.estimate, 0.4068, 5 * r.stderr_ + 1e-3);
   EXPECT_LT(r.ci_high, *r.theory);
 }
@@ -110,7 +110,7 @@ TEST(MomentDecay, NonNormalIsStrictlyBelowBetaPower) {
 TEST(MomentDecay, PlantedTooSmallGapFails) {
   PlantedLaw law(make_step_law(params_for("householder", {{"d", "8"}})));
   law.gap_ = 0.8 * 0.75;
-  const auto rows = moment_decay_rows(law, {1, 4}, {0.1}, small(20000));
+  const auto rows = moment_decay_rows(law, {1, 4}, {0.1}, sims_context(20000));
   EXPECT_EQ(row(rows, "norm_mean_product", "4").verdict, Verdict::fail);
 }
 
@@ -118,7 +118,7 @@ TEST(MomentDecay, PlantedTooSmallGapFails) {
 TEST(MomentDecay, PlantedWrongMeanFailsEntries) {
   PlantedLaw law(make_step_law(params_for("so2", {{"d", "2"}, {"a", "1"}})));
   law.mean_ = Mat(std::cos(1.0) * Mat::Identity(2, 2));
-  const auto rows = moment_decay_rows(law, {1, 4}, {0.1}, small(20000));
+  const auto rows = moment_decay_rows(law, {1, 4}, {0.1}, sims_context(20000));
   EXPECT_EQ(row(rows, "max_entry_z_vs_power_of_mean", "4").verdict, Verdict::fail);
 }
 
@@ -126,7 +126,7 @@ TEST(MomentDecay, PlantedWrongMeanFailsEntries) {
 
 TEST(HaarMixing, UniformNormalsMixAndMomentsMatchProposition2) {
   auto law = make_step_law(params_for("householder", {{"d", "6"}}));
-  const auto rows = haar_mixing_rows(*law, {1, 5, 40}, small(8000));
+  const auto rows = haar_mixing_rows(*law, {1, 5, 40}, sims_context(8000));
   expect_no_failures(rows, "householder d=6");
   EXPECT_EQ(row(rows, "first_n_indistinguishable_from_haar").verdict, Verdict::pass);
   EXPECT_NEAR(*row(rows, "mean_trace_squared", "5").theory, theory::householder_uniform_trace_moments(6, 5).second, 1e-12);
@@ -136,7 +136,7 @@ TEST(HaarMixing, UniformNormalsMixAndMomentsMatchProposition2) {
 // because the failure to mix is detected.
 TEST(HaarMixing, CoordinateNormalsVisiblyFailToMix) {
   auto law = make_step_law(params_for("householder", {{"d", "8"}, {"normals", "coordinate"}}));
-  const auto rows = haar_mixing_rows(*law, {1, 10, 40}, small(8000));
+  const auto rows = haar_mixing_rows(*law, {1, 10, 40}, sims_context(8000));
   expect_no_failures(rows, "coordinate d=8");
   EXPECT_EQ(row(rows, "first_n_indistinguishable_from_haar").verdict, Verdict::pass);
   EXPECT_NEAR(row(rows, "mean_trace_squared", "40").estimate, 8.0, 0.3);
@@ -146,7 +146,7 @@ TEST(HaarMixing, CoordinateNormalsVisiblyFailToMix) {
 TEST(HaarMixing, PlantedClaimThatCoordinateNormalsMixFails) {
   PlantedLaw law(make_step_law(params_for("householder", {{"d", "8"}, {"normals", "coordinate"}})));
   law.limit_ = HaarLimit::yes;
-  EXPECT_EQ(row(haar_mixing_rows(law, {1, 40}, small(8000)), "first_n_indistinguishable_from_haar").verdict, Verdict::fail);
+  EXPECT_EQ(row(haar_mixing_rows(law, {1, 40}, sims_context(8000)), "first_n_indistinguishable_from_haar").verdict, Verdict::fail);
 }
 
 // Planted: Proposition 2's second moment for coordinate normals (the two laws
@@ -154,7 +154,7 @@ TEST(HaarMixing, PlantedClaimThatCoordinateNormalsMixFails) {
 TEST(HaarMixing, PlantedWrongSecondMomentFails) {
   PlantedLaw law(make_step_law(params_for("householder", {{"d", "8"}, {"normals", "coordinate"}})));
   law.second_ = theory::householder_uniform_second_moment(8);
-  const auto rows = haar_mixing_rows(law, {10, 40}, small(8000));
+  const auto rows = haar_mixing_rows(law, {10, 40}, sims_context(8000));
   EXPECT_EQ(row(rows, "mean_trace", "40").verdict, Verdict::pass);
   EXPECT_EQ(row(rows, "mean_trace_squared", "40").verdict, Verdict::fail);
 }
@@ -162,7 +162,7 @@ TEST(HaarMixing, PlantedWrongSecondMomentFails) {
 // The determinant component of a fixed det -1 law alternates.
 TEST(HaarMixing, DeterminantComponentAlternates) {
   auto law = make_step_law(params_for("householder", {{"d", "4"}}));
-  const auto rows = haar_mixing_rows(*law, {3, 4}, small(2000));
+  const auto rows = haar_mixing_rows(*law, {3, 4}, sims_context(2000));
   EXPECT_EQ(row(rows, "det_plus_fraction", "3").estimate, 0.0);
   EXPECT_EQ(row(rows, "det_plus_fraction", "4").estimate, 1.0);
 }

@@ -15,7 +15,7 @@ using namespace routelab;
 
 namespace {
 
-SimContext small(long long samples) {
+SimContext scale_context(long long samples) {
   return SimContext{4, 2, samples, 0};  // seed, threads, samples, point
 }
 
@@ -37,7 +37,7 @@ SoftmaxScalePoint point(int K, long long M, double rho, double a, double gap) {
 // B.4's worked example: K = 1, M_max = 1000, rho* = 0.05, a* = 0.01 needs
 // lambda g >= 9.8522; there the extremal configuration gives rho = 0.05, a = 0.00158.
 TEST(SoftmaxScale, ReferenceExample) {
-  const auto rows = softmax_scale_rows(SoftmaxScaleTheory{}, point(1, 1000, 0.05, 0.01, 1.0), small(50));
+  const auto rows = softmax_scale_rows(SoftmaxScaleTheory{}, point(1, 1000, 0.05, 0.01, 1.0), scale_context(50));
   const double lambda = row(rows, "extremal_smallest_lambda", Kind::exact).estimate;
   EXPECT_NEAR(lambda, 9.8522, 1e-4);
   EXPECT_NEAR(lambda, theory::prop1_required_lambda_gap(1000, 1, 0.05, 0.01), 1e-12);
@@ -52,7 +52,7 @@ TEST(SoftmaxScale, ReferenceExample) {
 // With a* = 0.001 the a term binds; at the extremal configuration the exact
 // smallest lambda is then strictly below B.4's (sufficient) threshold.
 TEST(SoftmaxScale, ATermBindingSeparatesExactFromThreshold) {
-  const auto rows = softmax_scale_rows(SoftmaxScaleTheory{}, point(2, 1000, 0.05, 0.001, 0.5), small(100));
+  const auto rows = softmax_scale_rows(SoftmaxScaleTheory{}, point(2, 1000, 0.05, 0.001, 0.5), scale_context(100));
   for (const auto& r : rows) EXPECT_NE(r.verdict, Verdict::fail) << r.quantity << " = " << r.estimate;
   const auto& exact = row(rows, "extremal_smallest_lambda", Kind::exact);
   const auto& threshold = row(rows, "required_lambda", Kind::trend);
@@ -78,7 +78,7 @@ TEST(SoftmaxScale, PlantedWrongThresholdFails) {
     return std::max({0.0, std::log(std::sqrt(M) * (1 - rho) / (K * rho)), std::log(std::sqrt(M) / (K * a))});
   };
   wrong.extremal_lambda_gap = wrong.required_lambda_gap;
-  const auto rows = softmax_scale_rows(wrong, point(1, 1000, 0.05, 0.01, 0.5), small(200));
+  const auto rows = softmax_scale_rows(wrong, point(1, 1000, 0.05, 0.01, 0.5), scale_context(200));
   EXPECT_EQ(row(rows, "extremal_smallest_lambda", Kind::upper).verdict, Verdict::fail);
   EXPECT_EQ(row(rows, "extremal_smallest_lambda", Kind::exact).verdict, Verdict::fail);
   EXPECT_EQ(row(rows, "random_smallest_lambda_all_instances", Kind::upper).verdict, Verdict::fail);

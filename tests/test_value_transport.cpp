@@ -14,7 +14,7 @@ using namespace routelab;
 
 namespace {
 
-SimContext small(long long samples, uint64_t seed = 5) {
+SimContext value_transport_context(long long samples, uint64_t seed = 5) {
   return SimContext{seed, 2, samples, 0};  // seed, threads, samples, point
 }
 
@@ -124,7 +124,7 @@ TEST(ValueTransport, CoherenceRowsPass) {
     const auto cfg = value_transport_config(
         flags({{"part", "coherence"}, {"blocks", "8"}, {"a", "1"}, {"w", "33"}, {"L", "4096"}, {"rho", "0.2"},
                {"weights", weights}}));
-    const auto rows = value_transport_rows(cfg, small(20));
+    const auto rows = value_transport_rows(cfg, value_transport_context(20));
     expect_no_failures(rows);
     EXPECT_EQ(row(rows, "block_structure_max_deviation").verdict, Verdict::pass);
     EXPECT_EQ(row(rows, "max_b_q_position_only").verdict, Verdict::pass);
@@ -139,14 +139,14 @@ TEST(ValueTransport, CovarianceExactAndPlantedNoiseTermFails) {
   for (const char* weights : {"uniform", "separate"}) {
     const auto cfg = value_transport_config(flags({{"part", "covariance"}, {"blocks", "3"}, {"a", "1"}, {"w", "1"},
                                                    {"L", "40"}, {"rho", "0.9"}, {"c0", "0.3"}, {"weights", weights}}));
-    const auto rows = value_transport_rows(cfg, small(20000));
+    const auto rows = value_transport_rows(cfg, value_transport_context(20000));
     EXPECT_EQ(row(rows, "max_entry_z_qkv_covariance").verdict, Verdict::pass) << weights;
     EXPECT_EQ(row(rows, "max_entry_z_qk_only_covariance").verdict, Verdict::pass) << weights;
     ValueTransportTheory planted;
     planted.covariance = [](const Eigen::MatrixXd& T, double c0, double, double) {
       return Eigen::MatrixXd(c0 * c0 * T * T.transpose());
     };
-    const auto bad = value_transport_rows(cfg, small(20000), planted);
+    const auto bad = value_transport_rows(cfg, value_transport_context(20000), planted);
     EXPECT_EQ(row(bad, "max_entry_z_qkv_covariance").verdict, Verdict::fail) << weights;
     EXPECT_EQ(row(bad, "max_entry_z_qk_only_covariance").verdict, Verdict::fail) << weights;
   }
@@ -156,7 +156,7 @@ TEST(ValueTransport, SeparatePathBoundsPassWhereInformative) {
   for (const char* weights : {"uniform", "geometric", "separate"}) {
     const auto cfg = value_transport_config(
         flags({{"part", "bound"}, {"blocks", "8"}, {"a", "2"}, {"w", "9"}, {"L", "5008"}, {"weights", weights}}));
-    const auto rows = value_transport_rows(cfg, small(40));
+    const auto rows = value_transport_rows(cfg, value_transport_context(40));
     expect_no_failures(rows);
     EXPECT_EQ(row(rows, "exceedance_frequency_max_t_over_bound").verdict, Verdict::pass);
     EXPECT_EQ(row(rows, "exceedance_frequency_covariance_over_bound").verdict, Verdict::pass);
@@ -171,12 +171,12 @@ TEST(ValueTransport, SeparatePathBoundsPassWhereInformative) {
 TEST(ValueTransport, PlantedTheorem7WithoutNestedFactorFails) {
   const auto cfg = value_transport_config(
       flags({{"part", "bound"}, {"blocks", "8"}, {"a", "0.3"}, {"w", "400"}, {"L", "5400"}, {"weights", "uniform"}}));
-  EXPECT_EQ(row(value_transport_rows(cfg, small(40)), "exceedance_frequency_max_t_over_bound").verdict, Verdict::pass);
+  EXPECT_EQ(row(value_transport_rows(cfg, value_transport_context(40)), "exceedance_frequency_max_t_over_bound").verdict, Verdict::pass);
   ValueTransportTheory planted;
   planted.separate = [](double beta, long long w, double rho, double a, int blocks, double eta) {
     return theory::separate_path_bound(beta, w, rho, a, blocks, eta) * (1.0 - beta);
   };
-  const auto rows = value_transport_rows(cfg, small(40), planted);
+  const auto rows = value_transport_rows(cfg, value_transport_context(40), planted);
   EXPECT_EQ(row(rows, "exceedance_frequency_max_t_over_bound").verdict, Verdict::fail);
   EXPECT_EQ(row(rows, "exceedance_frequency_covariance_over_bound").verdict, Verdict::fail);
 }
@@ -189,7 +189,7 @@ TEST(ValueTransport, PlantedTheorem7SmallerConstantFails) {
   planted.separate = [](double beta, long long w, double rho, double a, int blocks, double eta) {
     return std::pow(beta, double(w)) * rho + 0.5 * a / (1.0 - beta) * std::sqrt(std::log(4.0 * blocks / eta));
   };
-  EXPECT_EQ(row(value_transport_rows(cfg, small(40), planted), "exceedance_frequency_max_t_over_bound").verdict, Verdict::fail);
+  EXPECT_EQ(row(value_transport_rows(cfg, value_transport_context(40), planted), "exceedance_frequency_max_t_over_bound").verdict, Verdict::fail);
 }
 
 // Theorem 6 in its informative regime (lambda / sqrt(2B) = 0.5); planted: R_same
@@ -197,7 +197,7 @@ TEST(ValueTransport, PlantedTheorem7SmallerConstantFails) {
 TEST(ValueTransport, SamePathBoundPassesAndPlantedFails) {
   const auto cfg = value_transport_config(flags(
       {{"part", "bound"}, {"blocks", "32"}, {"a", "2"}, {"w", "9"}, {"L", "20008"}, {"lambda", "4"}, {"weights", "same"}}));
-  const auto rows = value_transport_rows(cfg, small(20));
+  const auto rows = value_transport_rows(cfg, value_transport_context(20));
   expect_no_failures(rows);
   EXPECT_EQ(row(rows, "exceedance_frequency_max_t_over_bound").result, "Theorem 6");
   EXPECT_EQ(row(rows, "vacuous_fraction_bound_ge_rho_D").estimate, 0.0);
@@ -206,13 +206,13 @@ TEST(ValueTransport, SamePathBoundPassesAndPlantedFails) {
     return std::exp(2.0 * lambda / blocks) *
            (std::pow(beta, double(w)) * rho + a / (1.0 - beta) * std::sqrt(std::log(4.0 * blocks / eta)));
   };
-  EXPECT_EQ(row(value_transport_rows(cfg, small(20), planted), "exceedance_frequency_max_t_over_bound").verdict, Verdict::fail);
+  EXPECT_EQ(row(value_transport_rows(cfg, value_transport_context(20), planted), "exceedance_frequency_max_t_over_bound").verdict, Verdict::fail);
 }
 
 TEST(ValueTransport, SameRowsAtOneAndTwoThreads) {
   const auto cfg = value_transport_config(
       flags({{"part", "bound"}, {"blocks", "4"}, {"L", "2008"}, {"weights", "separate"}}));
-  SimContext one = small(30), two = small(30);
+  SimContext one = value_transport_context(30), two = value_transport_context(30);
   one.threads = 1;
   const auto a = value_transport_rows(cfg, one), b = value_transport_rows(cfg, two);
   ASSERT_EQ(a.size(), b.size());
