@@ -127,7 +127,7 @@ std::vector<SimRow> run_adaptive_selection(const Params& p, const SimContext& ct
   return adaptive_selection_rows(adaptive_selection_config(p), ctx);
 }
 
-const bool registered = register_sim({.name = "adaptive-selection",
+const bool registered_adaptive_selection = register_sim({.name = "adaptive-selection",
      .summary = "D.3: far weights chosen after seeing the value phases defeat cancellation (|t| >= cos eps, Theorem 7 violated); "
      "Chernoff tail of N_eps",
      .flags = {{"M", "1000,10000,100000", "far routes M"},

@@ -355,7 +355,7 @@ std::vector<SimRow> run_far_mass(const Params& p, const SimContext& ctx) {
 // from 0.15 to 0.9995 over M_L = 10..1e5 (not vacuous); at lambda = 5 it
 // crosses 1/2 at M_L = 2.2e4. With g = 0.5, the random Proposition 1 instances
 // (lambda g up to 15 against log M up to 5.3) mostly have a bound below 1/2.
-const bool registered = register_sim({.name = "far-mass",
+const bool registered_far_mass = register_sim({.name = "far-mass",
      .summary = "far mass rho_D and a_D against Props 1, 3 (streamed to M_L = 1e7+), Prop 4 and B.11/B.12",
      .flags = {{"K", "1", "near-set size K"},
            {"lambda", "2", "logit bound: logits lambda S with S in [-1, 1]"},

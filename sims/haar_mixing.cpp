@@ -134,7 +134,7 @@ std::vector<SimRow> run_haar_mixing(const Params& p, const SimContext& ctx) {
 }  // namespace
 
 namespace {
-const bool registered = register_sim({.name = "haar-mixing",
+const bool registered_haar_mixing = register_sim({.name = "haar-mixing",
      .summary = "law of q^T P_n k against the Haar law (KS), det component, trace moments (Theorem 4, Prop 2, Remark 3)",
      .flags = {{"n", "1,2,4,8,16,32,64", "walk lengths (one walk, read at each length)", true}},
      .uses_family = true,

@@ -127,7 +127,7 @@ std::vector<SimRow> run_moment_decay(const Params& p, const SimContext& ctx) {
 }  // namespace
 
 namespace {
-const bool registered = register_sim({.name = "moment-decay",
+const bool registered_moment_decay = register_sim({.name = "moment-decay",
      .summary = "||E P_n||_op against beta^n (Theorem 3) and the mixing window w_eps (B.2)",
      .flags = {{"n", "1,2,4,8,16", "walk lengths (one walk, read at each length)", true},
            {"eps", "0.1,0.01", "mixing-window levels", true}},

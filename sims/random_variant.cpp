@@ -222,7 +222,7 @@ std::vector<SimRow> run_random_variant(const Params& p, const SimContext& ctx) {
   return random_variant_rows(setup, ns, parse_blocks(p, setup.d / 2), ctx);
 }
 
-const bool registered = register_sim({.name = "random-variant",
+const bool registered_random_variant = register_sim({.name = "random-variant",
      .summary = "the paper's random scheme per block: beta_b, w_eps,b, E S_n = (1/B) sum beta_b^n (note after Example 1)",
      .flags = {{"d", "64", "head dimension (B = d/2 blocks)"},
            {"base", "10000", "half-widths f_b = base^(-2b/d)"},

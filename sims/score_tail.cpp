@@ -595,7 +595,7 @@ std::vector<SimRow> run_score_tail(const Params& p, const SimContext& ctx) {
   return score_tail_rows(*law, ns, ss, routes, ctx);
 }
 
-const bool registered = register_sim({"score-tail",
+const bool registered_score_tail = register_sim({"score-tail",
           "far-route score tails against Hoeffding (Theorem 2), Levy and the Haar law (Theorem 5), union bound, Corollary B.5",
           {{"n", "1,60", "walk lengths (one walk, read at each length); Theorem 5(b) is claimed at the longest", true},
            {"s", "0.4,0.5,0.6,0.7,0.8,0.9", "score thresholds in [-1, 1]", true},

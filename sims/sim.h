@@ -95,8 +95,10 @@ struct Sim {
 };
 
 // Each sims/*.cpp registers its simulation from a static initializer
-// (`const bool registered = register_sim(...)`), so adding a simulation is
-// adding a file. The sims are an object library, so none is dropped at link.
+// (`const bool registered_<file> = register_sim(...)`), so adding a
+// simulation is adding a file. The sims are an object library, so none is
+// dropped at link; the name carries the file's because the build compiles
+// several sims in one unit.
 bool register_sim(Sim sim);
 // The registered simulations, by `order`.
 const std::vector<Sim>& all_sims();

@@ -128,7 +128,7 @@ std::vector<SimRow> run_softmax_scale(const Params& p, const SimContext& ctx) {
 // Defaults: B.4's worked example (K = 1, M_max = 1000, rho* = 0.05,
 // a* = 0.01: lambda g >= 9.8522, the rho term binding); a* = 0.001 makes the
 // a term bind (lambda g >= 10.362) and separates the exact extremal value.
-const bool registered = register_sim({.name = "softmax-scale",
+const bool registered_softmax_scale = register_sim({.name = "softmax-scale",
      .summary = "B.4's required logit scale for rho_D <= rho*, a_D <= a* against the smallest that works (Prop 1)",
      .flags = {{"K", "1", "near-set size K"},
            {"Mmax", "1000", "largest far-set size M_max"},

@@ -67,7 +67,7 @@ std::vector<SimRow> run_spectral_gap(const Params& p, const SimContext& ctx) {
 }  // namespace
 
 namespace {
-const bool registered = register_sim({.name = "spectral-gap",
+const bool registered_spectral_gap = register_sim({.name = "spectral-gap",
      .summary = "beta = ||E M||_op from the sample mean of M against the closed form (entrywise check)",
      .flags = {},
      .uses_family = true,

@@ -237,7 +237,7 @@ std::vector<SimRow> run_value_transport(const Params& p, const SimContext& ctx) 
   return value_transport_rows(value_transport_config(p), ctx);
 }
 
-const bool registered = register_sim({.name = "value-transport",
+const bool registered_value_transport = register_sim({.name = "value-transport",
      .summary = "far value transport t_b: position-only vs accumulated phases (B.8), shared-background covariance (B.9), "
      "Theorem 7 / D.4 and Theorem 6 bounds; QK-only rho_D beside QKV",
      .flags = {{"part", "bound", "coherence (B.8), covariance (B.9) or bound (Theorem 7 and D.4; Theorem 6 with --weights same)"},
