@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake
+  build-essential cmake ninja-build
   libeigen3-dev libboost-math-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   librandom123-dev libgtest-dev libtomlplusplus-dev
   python3-numpy python3-scipy python3-matplotlib python3-threadpoolctl
