@@ -73,7 +73,7 @@ Model::~Model() {
 }
 
 nn::ScoreBias<float> Model::score_bias(const float* cum) const {
-  return {slopes_.size() ? slopes_.data() : nullptr, scheme_.forget ? cum : nullptr};
+  return nn::model_score_bias(slopes_, scheme_.forget, cum);
 }
 
 void Model::layer_angles(float* cs, const float* psi, const nn::LayerParams& lp, int l, uint64_t pass, int first_b) {

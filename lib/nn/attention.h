@@ -43,6 +43,14 @@ struct ScoreBias {
   const R* cum = nullptr;
 };
 
+// A model's bias, CPU or GPU alike: ALiBi's slopes where it has them (an empty
+// `slopes`, a std::vector or a device buffer, means none), the forget gate's
+// cumulative log-gates `cum` when the scheme has the gate.
+template <class R, class Slopes>
+ScoreBias<R> model_score_bias(const Slopes& slopes, bool forget, const R* cum) {
+  return {slopes.size() ? slopes.data() : nullptr, forget ? cum : nullptr};
+}
+
 // o = softmax(q k^T / sqrt(hd) + bias, causal) v. lse (B, H, T) keeps each
 // row's log-sum-exp.
 template <class R>

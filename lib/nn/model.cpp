@@ -253,7 +253,7 @@ struct CpuOps {
   const typename Model<R>::AngleObserver* angle_observer;
 
   ScoreBias<R> score_bias(const R* cum) const {
-    return {slopes.empty() ? nullptr : slopes.data(), scheme.forget ? cum : nullptr};
+    return model_score_bias(slopes, scheme.forget, cum);
   }
 
   template <class... A> void encoder_forward(A&&... a) { nn::encoder_forward(std::forward<A>(a)...); }
