@@ -2,43 +2,68 @@
 
 #include <algorithm>
 
+#include "bench/panel_gemm.h"
+
 namespace routelab {
+
+// T from the Gram matrix G = V^T V (its diagonal and strict upper triangle):
+// T_ii = 2 / G_ii, T(0:i, i) = -T_ii T(0:i, 0:i) G(0:i, i).
+static void wy_factor_from_gram(const double* G, int ldg, int b, double* T, int ldt) {
+  for (int i = 0; i < b; ++i) {
+    double* ti = T + std::ptrdiff_t(i) * ldt;
+    const double* gi = G + std::ptrdiff_t(i) * ldg;
+    const double tau = 2.0 / gi[i];
+    for (int r = 0; r < b; ++r) ti[r] = 0.0;
+    // T(0:i, 0:i) G(0:i, i) as a sum of T's columns (T upper: column c has
+    // c + 1 entries), so the inner loop vectorises with no dependent sums.
+    for (int c = 0; c < i; ++c) {
+      const double g = gi[c];
+      const double* tc = T + std::ptrdiff_t(c) * ldt;
+      for (int r = 0; r <= c; ++r) ti[r] += tc[r] * g;
+    }
+    for (int r = 0; r < i; ++r) ti[r] *= -tau;
+    ti[i] = tau;
+  }
+}
 
 void wy_factor(const Mat& V, Mat& T) {
   const int b = int(V.cols());
-  T.setZero(b, b);
-  // One Gram matrix product gives every V(:, 1:i-1)^T v_i at matrix-multiply
-  // speed; only its strict upper triangle and diagonal are read.
-  Mat G(b, b);
-  G.noalias() = V.transpose() * V;
-  Vec z(b);
-  for (int i = 0; i < b; ++i) {
-    const double tau = 2.0 / G(i, i);
-    T(i, i) = tau;
-    if (i == 0) continue;
-    // T(0:i, i) = -tau T(0:i, 0:i) G(0:i, i), T upper triangular.
-    z.head(i).noalias() = T.topLeftCorner(i, i).triangularView<Eigen::Upper>() * G.col(i).head(i);
-    T.col(i).head(i) = -tau * z.head(i);
-  }
+  const Mat G = V.transpose() * V;
+  T.resize(b, b);
+  wy_factor_from_gram(G.data(), b, b, T.data(), b);
 }
 
-void wy_apply_left(const Mat& V, const Mat& T, Mat& P, Mat& W) {
-  // W = V^T P; W <- T^T W; P <- P - V W.
-  W.noalias() = V.transpose() * P;
-  W = T.transpose().triangularView<Eigen::Lower>() * W;
-  P.noalias() -= V * W;
-}
-
+// The walk keeps Q = P^T, so that P <- (I - V T^T V^T) P reads
+// Q <- Q - (Q V) T V^T: three products whose result columns are sums of
+// columns of a panel (Q, Q V, then Q V T), which is what panel::gemm's
+// tiles vectorise, with no transposed operand to copy.
 void householder_walk_matrix_wy(const Householder& law, Stream& s, Mat& P, int n, int block, WyBuffers& buf) {
-  const int d = law.dim();
+  using panel::Op;
+  using panel::Shape;
+  const int d = law.dim(), dp = panel::padded_rows(d);
+  buf.Q.setZero(dp, d);  // rows d..dp stay zero: Q V, Q V T and the update keep them so
+  buf.Q.topRows(d) = P.transpose();
+  double* Q = buf.Q.data();
   for (int t0 = 0; t0 < n; t0 += block) {
-    const int b = std::min(block, n - t0);
+    const int b = std::min(block, n - t0), bp = panel::padded_rows(b);
     buf.V.resize(d, b);
     // Column i is step t0 + i; draw writes the unit normal v (tau = 2).
     for (int i = 0; i < b; ++i) law.draw(s, buf.V.col(i).data());
-    wy_factor(buf.V, buf.T);
-    wy_apply_left(buf.V, buf.T, P, buf.W);
+    const double* V = buf.V.data();
+    buf.Vt.resize(bp, d);
+    buf.Vt.topRows(b) = buf.V.transpose();
+    buf.Vt.bottomRows(bp - b).setZero();
+    buf.G.resize(bp, b);
+    panel::gemm<Op::set, Shape::upper_c>(buf.G.data(), bp, buf.Vt.data(), bp, V, 1, d, bp, b, d);
+    buf.T.resize(b, b);
+    wy_factor_from_gram(buf.G.data(), bp, b, buf.T.data(), b);
+    buf.Z.resize(dp, b);
+    panel::gemm<Op::set>(buf.Z.data(), dp, Q, dp, V, 1, d, dp, b, d);  // Z = Q V
+    buf.Y.resize(dp, b);
+    panel::gemm<Op::set, Shape::upper_b>(buf.Y.data(), dp, buf.Z.data(), dp, buf.T.data(), 1, b, dp, b, b);
+    panel::gemm<Op::sub>(Q, dp, buf.Y.data(), dp, V, d, 1, dp, d, b);  // Q -= Y V^T
   }
+  P = buf.Q.topRows(d).transpose();
 }
 
 }  // namespace routelab

@@ -9,9 +9,10 @@
 //   H_1 H_2 ... H_b = I - V T V^T,  T upper triangular (b x b),
 //   T_ii = tau_i,  T(1:i-1, i) = -tau_i T(1:i-1, 1:i-1) V(:, 1:i-1)^T v_i.
 // A walk multiplies on the left, P <- H_b ... H_1 P, which is the transpose
-// of that product (each H_i is symmetric): P <- P - V T^T (V^T P): two
-// d x b x d matrix products and a b x b triangular one, 4 b d^2 + b^2 d flops
-// against 4 b d^2 for b rank-1 updates, but at matrix-multiply speed.
+// of that product (each H_i is symmetric): P <- P - V T^T (V^T P), or on
+// Q = P^T, Q <- Q - (Q V) T V^T: two d x b x d matrix products and a
+// triangular d x b x b one, 4 b d^2 + b^2 d flops against 4 b d^2 for b
+// rank-1 updates, but at matrix-multiply speed (bench/panel_gemm.h).
 #pragma once
 
 #include "groups/householder.h"
@@ -22,12 +23,9 @@ namespace routelab {
 // tau_i = 2 / |v_i|^2 (a reflection for any nonzero v_i).
 void wy_factor(const Mat& V, Mat& T);
 
-// P <- H_b ... H_1 P = (I - V T^T V^T) P. W is scratch (b x cols of P).
-void wy_apply_left(const Mat& V, const Mat& T, Mat& P, Mat& W);
-
 // Scratch for householder_walk_matrix_wy; reuse it across walks.
 struct WyBuffers {
-  Mat V, T, W;
+  Mat Q, V, Vt, G, T, Z, Y;
 };
 
 // P <- M_n ... M_1 P for n steps of a Householder law, drawn from s exactly

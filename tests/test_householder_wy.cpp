@@ -30,9 +30,11 @@ TEST(HouseholderWY, FactorGivesTheProduct) {
 }
 
 TEST(HouseholderWY, WalkEqualsPlainProduct) {
-  // d = 7 and 13 reflections: the last block is partial for every block size.
+  // 13 reflections: the last block is partial for every block size. d = 7,
+  // 16 and 40 take panel::gemm through its whole tiles, its one-vector row
+  // tiles and its single columns, with AVX-512 and with AVX2.
   const int n = 13;
-  for (int d : {7, 16}) {
+  for (int d : {7, 16, 40}) {
     Householder law(d, NormalSampler(NormalLaw::sphere, d, 1.0));
     Stream s0(5, 6);
     Mat start(d, d);
