@@ -20,6 +20,7 @@
 namespace routelab::panel {
 
 #if defined(__AVX512F__)
+constexpr const char* kPath = "avx512";
 constexpr int kLanes = 8;
 using Reg = __m512d;
 inline Reg load(const double* p) { return _mm512_loadu_pd(p); }
@@ -30,6 +31,7 @@ inline Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_pd(a, b, c); }
 inline Reg fnmadd(Reg a, Reg b, Reg c) { return _mm512_fnmadd_pd(a, b, c); }
 constexpr int kTileRows = 2, kTileCols = 8;  // 16 accumulators of 32 registers
 #elif defined(__AVX2__) && defined(__FMA__)
+constexpr const char* kPath = "avx2";
 constexpr int kLanes = 4;
 using Reg = __m256d;
 inline Reg load(const double* p) { return _mm256_loadu_pd(p); }
@@ -40,6 +42,7 @@ inline Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_pd(a, b, c); }
 inline Reg fnmadd(Reg a, Reg b, Reg c) { return _mm256_fnmadd_pd(a, b, c); }
 constexpr int kTileRows = 4, kTileCols = 3;  // 12 accumulators of 16 registers
 #else
+constexpr const char* kPath = "scalar";
 constexpr int kLanes = 1;
 using Reg = double;
 inline Reg load(const double* p) { return *p; }

@@ -3,7 +3,8 @@
 
   /usr/bin/python3 bench/run_train.py [--bin build/routelab] [--rounds 3] [--steps 30]
       [--schemes rope,learned_qkv] [--warmup 3] [--threads 2]
-      [--peer-coretype auto|none|NAME] [--eval-run DIR|trained] [--eval-lengths 16x,64x]
+      [--peer-coretype auto|none|NAME] [--peer-isa native|avx2] [--eval-run DIR|trained]
+      [--eval-lengths 16x,64x]
       [--out bench/out/train.csv] [--device cpu|cuda] [--tf32] [--size cpu|gpu]
       [--python /usr/bin/python3]
 
@@ -42,7 +43,9 @@ generic 'Prescott' kernels on this machine (family 6 model 207). With
 --peer-coretype auto (default) the script probes the kernel OpenBLAS picks
 with the variables unset, and if it is a generic one names the matching kernel
 (SkylakeX with AVX-512, Haswell with AVX2) for the peer and says so loudly;
---peer-coretype none keeps what OpenBLAS picks; NAME sets it.
+--peer-coretype none keeps what OpenBLAS picks; NAME sets it. --peer-isa avx2
+holds torch to its avx2 ATen kernels and OpenBLAS to Haswell's (as in
+run_walks.py), for an AVX2 build of ours on a CPU that also has AVX-512.
 
 Evaluation: with --eval-run DIR (a trained run directory; `trained` keeps the
 last round's routelab run of each scheme and uses those), `routelab eval --run
@@ -76,7 +79,7 @@ import sys
 import tempfile
 import time
 
-from run_walks import cpu_flags, loud  # one copy of the machine checks for both drivers
+from run_walks import cpu_flags, isa_coretype, limit_peer_isa, loud  # one copy of the machine checks for both drivers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -361,6 +364,8 @@ def main():
     ap.add_argument("--corpus", help="default: data/brown, else tests/data/brown-slice")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--peer-coretype", default="auto", help="auto | none | an OpenBLAS core name")
+    ap.add_argument("--peer-isa", choices=("native", "avx2"), default="native",
+                    help="avx2: the peer's own dispatch as on an AVX2-only machine (see above)")
     ap.add_argument("--omp-wait-policy", choices=["unset", "passive", "active"], default="unset",
                     help="OMP_WAIT_POLICY for both sides (default: as inherited); see bench/README.md")
     ap.add_argument("--no-train", action="store_true", help="only the evaluation")
@@ -421,8 +426,11 @@ def main():
             return
         if not a.no_train:
             if a.device == "cpu":
-                penv, pinfo, note = choose_peer_env(a.peer_coretype, a.threads, a.omp_wait_policy)
+                penv, pinfo, note = choose_peer_env(isa_coretype(a.peer_isa, a.peer_coretype), a.threads,
+                                                    a.omp_wait_policy)
+                limits = limit_peer_isa(penv, a.peer_isa)
                 print("peer:", note, flush=True)
+                print("peer vector dispatch:", limits or "left to torch (--peer-isa native)", flush=True)
                 print(f"peer BLAS: {', '.join(pinfo['blas-lib'])}; {pinfo.get('openblas-config')}", flush=True)
             else:
                 penv = peer_env(a.threads, None, a.omp_wait_policy)

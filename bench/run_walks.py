@@ -3,6 +3,7 @@
 
   /usr/bin/python3 bench/run_walks.py [--bin build/bench/bench_walks] [--rounds 5]
       [--workloads W3,W4,W5,W6] [--scale 1.0] [--peer-coretype auto|none|NAME]
+      [--peer-isa native|avx2]
 
 Each round runs ours and the peer back to back (the order alternating from
 round to round), since this machine's speed shifts from minute to minute; the
@@ -21,6 +22,13 @@ dgemm; with --peer-coretype auto (the default) the script then names the
 matching kernel (SkylakeX for AVX-512, Haswell for AVX2) for the peer and says
 so. If numpy's BLAS is the reference BLAS, the script says so loudly: the
 comparison is then meaningless.
+
+--peer-isa avx2 holds the peer to what an AVX2-only machine would run, for
+comparing an AVX2 build of ours on a CPU that also has AVX-512: OpenBLAS's
+Haswell kernels (unless --peer-coretype names another), NumPy's ufunc
+dispatch without its AVX-512 targets (NPY_DISABLE_CPU_FEATURES) and torch's
+ATen kernels at avx2 (ATEN_CPU_CAPABILITY). Without it NumPy's float64 cos,
+for one, runs its AVX-512 loop, which an AVX2 machine does not have.
 """
 import argparse
 import json
@@ -90,6 +98,30 @@ def peer_info(env):
     return json.loads(r.stdout)
 
 
+def numpy_avx512_targets():
+    """NumPy's dispatch targets that need AVX-512 (NPY_DISABLE_CPU_FEATURES accepts only dispatch targets)."""
+    code = ("from numpy.core._multiarray_umath import __cpu_dispatch__ as d; "
+            "print(' '.join(x for x in d if x.startswith('AVX512')))")
+    r = subprocess.run([PY, "-c", code], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"could not read numpy's dispatch targets:\n{r.stderr}")
+    return r.stdout.strip()
+
+
+def limit_peer_isa(env, isa):
+    """Holds the peer's own vector dispatch to `isa` (native: leaves it alone); returns what it set."""
+    if isa == "native":
+        return ""
+    env["NPY_DISABLE_CPU_FEATURES"] = numpy_avx512_targets()
+    env["ATEN_CPU_CAPABILITY"] = "avx2"
+    return f"NPY_DISABLE_CPU_FEATURES='{env['NPY_DISABLE_CPU_FEATURES']}' ATEN_CPU_CAPABILITY=avx2"
+
+
+def isa_coretype(isa, coretype):
+    """--peer-isa avx2 with --peer-coretype auto names OpenBLAS's AVX2 kernels."""
+    return "Haswell" if isa == "avx2" and coretype == "auto" else coretype
+
+
 def cpu_flags():
     try:
         with open("/proc/cpuinfo") as f:
@@ -148,16 +180,20 @@ def main():
     ap.add_argument("--workloads", default="W3,W4,W5,W6")
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--peer-coretype", default="auto")
+    ap.add_argument("--peer-isa", choices=("native", "avx2"), default="native")
     a = ap.parse_args()
     binp = find_bin(a.bin)
     ours_env = dict(os.environ, OMP_NUM_THREADS="1")
-    penv, info, note = choose_peer_env(a.peer_coretype)
+    penv, info, note = choose_peer_env(isa_coretype(a.peer_isa, a.peer_coretype))
+    limits = limit_peer_isa(penv, a.peer_isa)
     print("peer:", note)
+    print("peer vector dispatch:", limits or "left to numpy and torch (--peer-isa native)")
     print("peer threadpoolctl:", json.dumps(info))
 
     rates_rows = run([binp, "--workload", "rates"], ours_env)
     isa = row(rates_rows, "isa")
-    print(f"ours: built for {isa['build']}, Philox kernel {isa['philox']}, normals' log {isa['normal_log']}")
+    print(f"ours: built for {isa['build']}, Philox kernel {isa['philox']}, normals' log {isa['normal_log']}, "
+          f"W6 panel kernel {isa.get('panel_gemm', '?')}")
     rates = row(rates_rows, "rates")
     gemm_peer = run([PY, PEER, "gemm"], penv)[0]["gflops"]
     print(f"ours rates: word {rates['word_ns']:.3f} ns, Box-Muller pair {rates['pair_ns']:.3f} ns, "

@@ -13,9 +13,9 @@
 //
 // Usage: bench_walks [--workload W3|W4|W5|W6|rates|all] [--reps R] [--block b]
 //                    [--scale s]  (s < 1 shrinks the walk counts, for a smoke run)
-// Prints an `isa` line (the build's instruction set, the Philox kernel and
-// the normals' log), then one line per workload, `key=value` pairs, for
-// bench/run_walks.py.
+// Prints an `isa` line (the build's instruction set, the Philox kernel, the
+// normals' log and W6's panel kernel), then one line per workload,
+// `key=value` pairs, for bench/run_walks.py.
 // One thread throughout (OpenMP and Eigen): see bench/README.md.
 #include <immintrin.h>
 #include <omp.h>
@@ -31,12 +31,26 @@
 #include "groups/haar.h"
 #include "groups/householder.h"
 #include "bench/householder_wy.h"
+#include "bench/panel_gemm.h"
 #include "groups/so2_phases.h"
 #include "groups/walk.h"
 #include "base/normal_log.h"
 #include "rng/stream.h"
 
 using namespace routelab;
+
+// The widest vector extension the compiler was allowed (-march or -m flags).
+static const char* build_isa() {
+#if defined(__AVX512F__)
+  return "avx512";
+#elif defined(__AVX2__)
+  return "avx2";
+#elif defined(__x86_64__)
+  return "x86-64";
+#else
+  return "other";
+#endif
+}
 
 static double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -277,10 +291,10 @@ int main(int argc, char** argv) {
   omp_set_num_threads(1);
   Eigen::setNbThreads(1);
 
-  // What this binary was built for (the widest vector unit, the one the
-  // Philox kernel is chosen by) and which kernels its draws run.
-  const char* isa = philox_path_name(philox_build_path());
-  std::printf("isa build=%s philox=%s normal_log=%s\n", isa, isa, normal_log_path());
+  // What this binary was compiled for, and which kernel each part runs: the
+  // Philox block function, the normals' log, W6's panel products.
+  std::printf("isa build=%s philox=%s normal_log=%s panel_gemm=%s\n", build_isa(), philox_path_name(philox_build_path()),
+              normal_log_path(), panel::kPath);
 
   const bool all = which == "all";
   const Rates r = measure_rates();
