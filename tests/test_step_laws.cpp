@@ -100,6 +100,22 @@ TEST_P(StepLawTest, DrawIsAFunctionOfSeedAndStream) {
   EXPECT_NE(a, c);
 }
 
+// draw_steps (what walk_scores calls, a batch at a time) gives the values and
+// consumes the words of one draw per step, for every law: the Householder
+// laws' own override and the default alike.
+TEST_P(StepLawTest, DrawStepsEqualsRepeatedDraws) {
+  auto law = make_step_law(GetParam().params);
+  const int m = law->step_size(), count = 7;
+  std::vector<double> one(std::size_t(count) * m), many(std::size_t(count) * m);
+  Stream s1(17, 2), s2(17, 2);
+  (void)s1.normal(), (void)s2.normal();  // start mid-way through a chunk of normals
+  for (int i = 0; i < count; ++i) law->draw(s1, one.data() + std::size_t(i) * m);
+  law->draw_steps(s2, many.data(), count);
+  EXPECT_EQ(one, many);
+  EXPECT_EQ(s1.normal(), s2.normal());
+  EXPECT_EQ(s1.next_u32(), s2.next_u32());
+}
+
 // The law's kernel (groups/step_kernels.h, what the GPU runs) on the host:
 // the same words drawn and the same step matrix as the law's own draw and
 // apply, to rounding (Eigen's products, and Eigen's exponential against

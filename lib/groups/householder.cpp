@@ -23,6 +23,16 @@ void NormalSampler::draw(Stream& s, double* v, int d) const {
   householder_normal_draw(s, law, sigma.data(), v, d);
 }
 
+void NormalSampler::draw_many(Stream& s, double* v, int d, int count) const {
+  if (law == NormalLaw::coordinate) {
+    for (int i = 0; i < count; ++i) draw(s, v + std::size_t(i) * d, d);
+    return;
+  }
+  // Stream::normals gives the same values as one call per step would.
+  s.normals(v, std::size_t(count) * d);
+  for (int i = 0; i < count; ++i) householder_normal_finish(law, sigma.data(), v + std::size_t(i) * d, d);
+}
+
 Vec NormalSampler::second_moment_diagonal(int d) const {
   if (law != NormalLaw::gaussian) return Vec::Constant(d, 1.0 / d);
   // E[g_i^2 / |g|^2] = int_0^inf s_i^2 (1 + 2t s_i^2)^(-3/2) prod_{j != i} (1 + 2t s_j^2)^(-1/2) dt,

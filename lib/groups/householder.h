@@ -16,6 +16,9 @@ struct NormalSampler {
 
   NormalSampler(NormalLaw law, int d, double aniso);
   void draw(Stream& s, double* v, int d) const;
+  // count normals into v[i * d ..]: count calls of draw, their normals
+  // drawn in one Stream::normals call.
+  void draw_many(Stream& s, double* v, int d, int count) const;
   // Sigma_nu = E[v v^T], exact (diagonal for all three laws).
   Vec second_moment_diagonal(int d) const;
 };
@@ -30,6 +33,7 @@ class Householder : public StepLaw {
   DetClass det_class() const override { return DetClass::minus; }
   int step_size() const override { return dim(); }
   void draw(Stream& s, double* step) const override { normals_.draw(s, step, dim()); }
+  void draw_steps(Stream& s, double* steps, int count) const override { normals_.draw_many(s, steps, dim(), count); }
   void apply(const double* step, double* x) const override { householder_step(step, x, dim()); }
   void apply_matrix(const double* step, Mat& P) const override;
   std::optional<Mat> mean() const override;

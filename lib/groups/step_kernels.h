@@ -108,6 +108,9 @@ ROUTELAB_HOST_DEVICE inline void givens_apply(S step, V x) {
 enum class NormalLaw { sphere, coordinate, gaussian };
 
 template <class V>
+ROUTELAB_HOST_DEVICE inline void householder_normal_finish(NormalLaw law, const double* sigma, V v, int d);
+
+template <class V>
 ROUTELAB_HOST_DEVICE inline void householder_normal_draw(Stream& s, NormalLaw law, const double* sigma, V v, int d) {
   if (law == NormalLaw::coordinate) {
     for (int i = 0; i < d; ++i) v[i] = 0.0;
@@ -118,6 +121,13 @@ ROUTELAB_HOST_DEVICE inline void householder_normal_draw(Stream& s, NormalLaw la
     return;
   }
   draw_normals(s, v, d);
+  householder_normal_finish(law, sigma, v, d);
+}
+
+// The draw after its normals (sphere and gaussian): g scaled by sigma for
+// the gaussian law, then v = g / |g|.
+template <class V>
+ROUTELAB_HOST_DEVICE inline void householder_normal_finish(NormalLaw law, const double* sigma, V v, int d) {
   if (law == NormalLaw::gaussian)
     for (int i = 0; i < d; ++i) v[i] *= sigma[i];
   double norm2 = 0;

@@ -4,6 +4,10 @@
 
 namespace routelab {
 
+void StepLaw::draw_steps(Stream& s, double* steps, int count) const {
+  for (int i = 0; i < count; ++i) draw(s, steps + std::size_t(i) * step_size());
+}
+
 void StepLaw::apply_matrix(const double* step, Mat& P) const {
   for (Eigen::Index j = 0; j < P.cols(); ++j) apply(step, P.col(j).data());
 }

@@ -72,6 +72,10 @@ class StepLaw {
   // Size of one drawn step, in doubles.
   virtual int step_size() const = 0;
   virtual void draw(Stream& s, double* step) const = 0;
+  // count steps into steps[i * step_size() ..], i < count: the values and
+  // the words of count calls of draw. The default makes those calls; a law
+  // may draw for all of them at once (the Householder laws' normals).
+  virtual void draw_steps(Stream& s, double* steps, int count) const;
   // x <- M x for the drawn step.
   virtual void apply(const double* step, double* x) const = 0;
   // P <- M P. The default applies `apply` to each column.

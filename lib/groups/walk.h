@@ -3,16 +3,21 @@
 // traces). One walk reads one stream, so it is the same on any thread.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "groups/step_law.h"
 
 namespace routelab {
 
-// Scratch for one walk; reuse it across walks on one thread.
+// Scratch for one walk; reuse it across walks on one thread. Steps are
+// drawn `batch` at a time (about 2048 doubles), so a law that draws many
+// steps at once pays its per-call costs once a batch.
 struct WalkBuffers {
-  std::vector<double> step, x;
-  explicit WalkBuffers(const StepLaw& law) : step(law.step_size()), x(law.dim()) {}
+  int batch;
+  std::vector<double> steps, x;
+  explicit WalkBuffers(const StepLaw& law)
+      : batch(std::max(1, 2048 / law.step_size())), steps(std::size_t(batch) * law.step_size()), x(law.dim()) {}
 };
 
 // x_t = M_t x_{t-1}, x_0 = k; scores[t-1] = q . x_t for t = 1..n.
