@@ -19,27 +19,26 @@
 
 namespace routelab::panel {
 
+// One vector type and its six operations, by the intrinsics' width W
+// (_mm256_*, _mm512_*).
+#define ROUTELAB_PANEL_VECTOR(W)                                                              \
+  using Reg = __m##W##d;                                                                      \
+  inline Reg load(const double* p) { return _mm##W##_loadu_pd(p); }                          \
+  inline void store(double* p, Reg v) { _mm##W##_storeu_pd(p, v); }                          \
+  inline Reg splat(double x) { return _mm##W##_set1_pd(x); }                                 \
+  inline Reg zero() { return _mm##W##_setzero_pd(); }                                        \
+  inline Reg fmadd(Reg a, Reg b, Reg c) { return _mm##W##_fmadd_pd(a, b, c); }               \
+  inline Reg fnmadd(Reg a, Reg b, Reg c) { return _mm##W##_fnmadd_pd(a, b, c); }
+
 #if defined(__AVX512F__)
 constexpr const char* kPath = "avx512";
 constexpr int kLanes = 8;
-using Reg = __m512d;
-inline Reg load(const double* p) { return _mm512_loadu_pd(p); }
-inline void store(double* p, Reg v) { _mm512_storeu_pd(p, v); }
-inline Reg splat(double x) { return _mm512_set1_pd(x); }
-inline Reg zero() { return _mm512_setzero_pd(); }
-inline Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_pd(a, b, c); }
-inline Reg fnmadd(Reg a, Reg b, Reg c) { return _mm512_fnmadd_pd(a, b, c); }
+ROUTELAB_PANEL_VECTOR(512)
 constexpr int kTileRows = 2, kTileCols = 8;  // 16 accumulators of 32 registers
 #elif defined(__AVX2__) && defined(__FMA__)
 constexpr const char* kPath = "avx2";
 constexpr int kLanes = 4;
-using Reg = __m256d;
-inline Reg load(const double* p) { return _mm256_loadu_pd(p); }
-inline void store(double* p, Reg v) { _mm256_storeu_pd(p, v); }
-inline Reg splat(double x) { return _mm256_set1_pd(x); }
-inline Reg zero() { return _mm256_setzero_pd(); }
-inline Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_pd(a, b, c); }
-inline Reg fnmadd(Reg a, Reg b, Reg c) { return _mm256_fnmadd_pd(a, b, c); }
+ROUTELAB_PANEL_VECTOR(256)
 constexpr int kTileRows = 4, kTileCols = 3;  // 12 accumulators of 16 registers
 #else
 constexpr const char* kPath = "scalar";
@@ -53,6 +52,7 @@ inline Reg fmadd(Reg a, Reg b, Reg c) { return a * b + c; }
 inline Reg fnmadd(Reg a, Reg b, Reg c) { return c - a * b; }
 constexpr int kTileRows = 4, kTileCols = 4;
 #endif
+#undef ROUTELAB_PANEL_VECTOR
 
 // Rows padded to whole vectors.
 inline int padded_rows(int m) { return (m + kLanes - 1) / kLanes * kLanes; }
