@@ -393,7 +393,7 @@ std::vector<SimRow> score_tail_rows(const StepLaw& law, const std::vector<long l
   auto merge_batch = [&](long long c0, long long nb) {
     if (!matched) return;  // only the matched score's mean is kept
     merge_chunk_moments(moments, c0, nb, mean);
-    moments.assign(moments.size(), Moments(count));
+    for (Moments& m : moments) m.reset();
   };
 #pragma omp parallel num_threads(threads)
   {

@@ -23,6 +23,12 @@ struct Moments {
 
   explicit Moments(int k = 0) : mean(k, 0.0), m2(k, 0.0) {}
   int size() const { return int(mean.size()); }
+  // Back to no observations, keeping the buffers.
+  void reset() {
+    n = 0;
+    std::fill(mean.begin(), mean.end(), 0.0);
+    std::fill(m2.begin(), m2.end(), 0.0);
+  }
   void add(const double* x) {
     ++n;
     for (std::size_t j = 0; j < mean.size(); ++j) {
