@@ -1,4 +1,4 @@
-// C = / += / -= A B on the small panels of a compact-WY product (W6): a
+// C = A B or C -= A B on the small panels of a compact-WY product (W6): a
 // register-tiled multiply over column-major panels that already sit in
 // L1/L2. Only A's row tiles are copied; B is read in place, through strides,
 // so a transposed operand needs no copy. At 128 x 128 x 32 this runs at
@@ -57,7 +57,7 @@ constexpr int kTileRows = 4, kTileCols = 4;
 // Rows padded to whole vectors.
 inline int padded_rows(int m) { return (m + kLanes - 1) / kLanes * kLanes; }
 
-enum class Op { set, add, sub };  // C = AB, C += AB, C -= AB
+enum class Op { set, sub };  // C = AB, C -= AB
 
 // One tile: R vectors of rows by N columns, every accumulator in a register.
 template <Op kOp, int R, int N>
@@ -86,7 +86,7 @@ enum class Shape {
   upper_c,  // only C's upper triangle (rows i <= j) is wanted; the rest is garbage
 };
 
-// C (m x n, leading dimension ldc, m a multiple of kLanes) op= A B, k terms.
+// C (m x n, leading dimension ldc, m a multiple of kLanes) = or -= A B, k terms.
 // Row tiles outside, column tiles inside: a tile's rows of A, copied once
 // into a contiguous panel (when k <= kPackDepth), stay in L1 while every
 // column of B passes them.
