@@ -107,23 +107,6 @@ ROUTELAB_HOST_DEVICE inline void givens_apply(S step, V x) {
 
 enum class NormalLaw { sphere, coordinate, gaussian };
 
-template <class V>
-ROUTELAB_HOST_DEVICE inline void householder_normal_finish(NormalLaw law, const double* sigma, V v, int d);
-
-template <class V>
-ROUTELAB_HOST_DEVICE inline void householder_normal_draw(Stream& s, NormalLaw law, const double* sigma, V v, int d) {
-  if (law == NormalLaw::coordinate) {
-    for (int i = 0; i < d; ++i) v[i] = 0.0;
-    // The sign of +-e_i does not change H; draw it anyway so the normal's
-    // law is the one Remark 3 states.
-    const uint64_t k = s.below(2 * uint64_t(d));
-    v[int(k >> 1)] = (k & 1) ? -1.0 : 1.0;
-    return;
-  }
-  draw_normals(s, v, d);
-  householder_normal_finish(law, sigma, v, d);
-}
-
 // The draw after its normals (sphere and gaussian): g scaled by sigma for
 // the gaussian law, then v = g / |g|.
 template <class V>
@@ -137,6 +120,20 @@ ROUTELAB_HOST_DEVICE inline void householder_normal_finish(NormalLaw law, const 
   for (int i = 0; i < d; ++i) norm2 += v[i] * v[i];
   const double inv = 1.0 / ::sqrt(norm2);
   for (int i = 0; i < d; ++i) v[i] *= inv;
+}
+
+template <class V>
+ROUTELAB_HOST_DEVICE inline void householder_normal_draw(Stream& s, NormalLaw law, const double* sigma, V v, int d) {
+  if (law == NormalLaw::coordinate) {
+    for (int i = 0; i < d; ++i) v[i] = 0.0;
+    // The sign of +-e_i does not change H; draw it anyway so the normal's
+    // law is the one Remark 3 states.
+    const uint64_t k = s.below(2 * uint64_t(d));
+    v[int(k >> 1)] = (k & 1) ? -1.0 : 1.0;
+    return;
+  }
+  draw_normals(s, v, d);
+  householder_normal_finish(law, sigma, v, d);
 }
 
 // x <- (I - 2 v v^T) x

@@ -9,10 +9,16 @@ void walk_scores(const StepLaw& law, Stream& s, const double* q, const double* k
   const int d = law.dim(), m = law.step_size();
   double* x = buf.x.data();
   for (int i = 0; i < d; ++i) x[i] = k[i];
+  const double *step = nullptr, *drawn = nullptr;  // the next drawn step, and the end of the batch
   for (int t = 0; t < n; ++t) {
-    const int i = t % buf.batch;
-    if (i == 0) law.draw_steps(s, buf.steps.data(), std::min(buf.batch, n - t));
-    law.apply(buf.steps.data() + std::size_t(i) * m, x);
+    if (step == drawn) {
+      const int count = std::min(buf.batch, n - t);
+      law.draw_steps(s, buf.steps.data(), count);
+      step = buf.steps.data();
+      drawn = step + std::size_t(count) * m;
+    }
+    law.apply(step, x);
+    step += m;
     // Orthogonal steps keep |x| = |k|; renormalising every block of steps
     // removes the O(n eps) drift without changing the law.
     if ((t + 1) % kReorthonormalizeEvery == 0) {

@@ -11,13 +11,16 @@
 namespace routelab {
 
 // Scratch for one walk; reuse it across walks on one thread. Steps are
-// drawn `batch` at a time (about 2048 doubles), so a law that draws many
-// steps at once pays its per-call costs once a batch.
+// drawn `batch` at a time, about kWalkDrawDoubles a batch, so a law that
+// draws many steps at once pays its per-call costs once a batch.
+constexpr int kWalkDrawDoubles = 2048;
 struct WalkBuffers {
   int batch;
   std::vector<double> steps, x;
   explicit WalkBuffers(const StepLaw& law)
-      : batch(std::max(1, 2048 / law.step_size())), steps(std::size_t(batch) * law.step_size()), x(law.dim()) {}
+      : batch(std::max(1, kWalkDrawDoubles / law.step_size())),
+        steps(std::size_t(batch) * law.step_size()),
+        x(law.dim()) {}
 };
 
 // x_t = M_t x_{t-1}, x_0 = k; scores[t-1] = q . x_t for t = 1..n.
