@@ -381,7 +381,9 @@ def main():
     a = ap.parse_args()
     globals()["PY"] = a.python
     if a.tf32 and a.device != "cuda":
-        sys.exit("--tf32 needs --device cuda")
+        ap.error("--tf32 needs --device cuda")
+    if a.peer_isa != "native" and a.device != "cpu":
+        ap.error("--peer-isa avx2 needs --device cpu (it holds the peer's CPU kernels)")
     size = dict(cpu=dict(d_model=128, heads=4, layers=4, mlp_ratio=4, context=128),
                 gpu=dict(d_model=512, heads=8, layers=8, mlp_ratio=4, context=512))[
         a.size or ("gpu" if a.device == "cuda" else "cpu")]
@@ -428,7 +430,7 @@ def main():
             if a.device == "cpu":
                 penv, pinfo, note = choose_peer_env(isa_coretype(a.peer_isa, a.peer_coretype), a.threads,
                                                     a.omp_wait_policy)
-                limits = limit_peer_isa(penv, a.peer_isa)
+                limits = limit_peer_isa(penv, a.peer_isa, PY)
                 print("peer:", note, flush=True)
                 print("peer vector dispatch:", limits or "left to torch (--peer-isa native)", flush=True)
                 print(f"peer BLAS: {', '.join(pinfo['blas-lib'])}; {pinfo.get('openblas-config')}", flush=True)

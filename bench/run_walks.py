@@ -98,21 +98,23 @@ def peer_info(env):
     return json.loads(r.stdout)
 
 
-def numpy_avx512_targets():
-    """NumPy's dispatch targets that need AVX-512 (NPY_DISABLE_CPU_FEATURES accepts only dispatch targets)."""
+def numpy_avx512_targets(python):
+    """The dispatch targets of `python`'s NumPy that need AVX-512 (NPY_DISABLE_CPU_FEATURES accepts only
+    dispatch targets)."""
     code = ("from numpy.core._multiarray_umath import __cpu_dispatch__ as d; "
             "print(' '.join(x for x in d if x.startswith('AVX512')))")
-    r = subprocess.run([PY, "-c", code], capture_output=True, text=True)
+    r = subprocess.run([python, "-c", code], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"could not read numpy's dispatch targets:\n{r.stderr}")
     return r.stdout.strip()
 
 
-def limit_peer_isa(env, isa):
-    """Holds the peer's own vector dispatch to `isa` (native: leaves it alone); returns what it set."""
+def limit_peer_isa(env, isa, python=PY):
+    """Holds the vector dispatch of the peer (run by `python`) to `isa` (native: leaves it alone); returns
+    what it set."""
     if isa == "native":
         return ""
-    env["NPY_DISABLE_CPU_FEATURES"] = numpy_avx512_targets()
+    env["NPY_DISABLE_CPU_FEATURES"] = numpy_avx512_targets(python)
     env["ATEN_CPU_CAPABILITY"] = "avx2"
     return f"NPY_DISABLE_CPU_FEATURES='{env['NPY_DISABLE_CPU_FEATURES']}' ATEN_CPU_CAPABILITY=avx2"
 
