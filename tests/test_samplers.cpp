@@ -57,32 +57,61 @@ TEST(Samplers, HaarSignFixMatters) {
   EXPECT_GT(std::abs(without), 0.3);
 }
 
-// haar_sample is the sign-fixed QR factor of its own d^2 normals (column-
-// major), to rounding, on both of its paths: column CGS2 below d = 24 and
-// the blocked CGS2 from there (whole and partial blocks, and d off the
-// vector width). Eigen's Householder QR, its R's signs moved into Q, is the
-// reference; the draw must also leave the stream where d^2 normals leave it.
-TEST(Samplers, HaarSampleIsTheSignFixedQrFactor) {
-  for (int d : {5, 23, 24, 37, 64}) {
-    double worst_q = 0, worst_orth = 0;
+// Stewart's product of reflections, from scratch: x_k is the k-th run of d - k
+// normals, H_k the d x d reflection along v = x_k + sign(x_k0)|x_k| e_k on
+// coordinates k.., D_kk = -sign(x_k0), and D_{d-1,d-1} the last normal's sign.
+// drop_sign leaves D out, which must fail the comparison below.
+Mat stewart_reference(const std::vector<double>& x, int d, bool drop_sign) {
+  Mat Q = Mat::Identity(d, d), D = Mat::Identity(d, d);
+  std::size_t at = 0;
+  for (int k = 0; k < d; ++k) {
+    const int n = d - k;
+    Vec v = Eigen::Map<const Vec>(x.data() + at, n);
+    at += n;
+    const double sign = v[0] < 0 ? -1.0 : 1.0;
+    if (k == d - 1) {
+      D(k, k) = sign;
+      break;
+    }
+    D(k, k) = -sign;
+    v[0] += sign * v.norm();
+    Mat H = Mat::Identity(d, d);
+    H.bottomRightCorner(n, n) -= 2.0 * v * v.transpose() / v.squaredNorm();
+    Q = Q * H;
+  }
+  return drop_sign ? Q : Mat(Q * D);
+}
+
+// haar_sample is Stewart's product of reflections of its own d(d+1)/2
+// normals, to rounding, at sizes on and off its vector width (8) and its
+// column groups (4), and the draw leaves the stream where those normals
+// leave it. On SO(d) it is the O(d) draw with column 0 negated when that
+// has det -1, and has det +1 itself.
+TEST(Samplers, HaarSampleIsStewartsProductOfReflections) {
+  for (int d : {1, 2, 3, 5, 8, 9, 23, 24, 37, 64, 65}) {
+    const int packed = d * (d + 1) / 2;
+    double worst_q = 0, worst_orth = 0, planted = 0;
     for (int i = 0; i < 40; ++i) {
-      Stream s(8, i), ref(8, i);
+      Stream s(8, i), ref(8, i), so(8, i);
       const Mat Q = haar_sample(s, d, false);
-      Mat Z(d, d);
-      ref.normals(Z.data(), Z.size());
-      Eigen::HouseholderQR<Mat> qr(Z);
-      const Mat Rm = qr.matrixQR().triangularView<Eigen::Upper>();
-      Mat Qref = qr.householderQ();
-      for (int j = 0; j < d; ++j)
-        if (Rm(j, j) < 0) Qref.col(j) = -Qref.col(j);
-      worst_q = std::max(worst_q, (Q - Qref).cwiseAbs().maxCoeff());
+      std::vector<double> x(packed);
+      ref.normals(x.data(), x.size());
+      worst_q = std::max(worst_q, (Q - stewart_reference(x, d, false)).cwiseAbs().maxCoeff());
+      planted = std::max(planted, (Q - stewart_reference(x, d, true)).cwiseAbs().maxCoeff());
       worst_orth = std::max(worst_orth, (Q.transpose() * Q - Mat::Identity(d, d)).cwiseAbs().maxCoeff());
       EXPECT_EQ(s.next_u32(), ref.next_u32()) << "d " << d << ": other words drawn";
+      const Mat P = haar_sample(so, d, true);
+      const double det = Q.determinant();
+      EXPECT_NEAR(std::abs(det), 1.0, 1e-12) << "d " << d;
+      Mat expect = Q;
+      if (det < 0) expect.col(0) = -expect.col(0);
+      EXPECT_EQ(P, expect) << "d " << d << " sample " << i;
+      EXPECT_GT(P.determinant(), 0) << "d " << d;
     }
-    // Gaussian matrices' condition numbers reach ~1e3 over 40 draws; the
-    // factors agree to about cond * eps.
-    EXPECT_LT(worst_q, 1e-10) << "d " << d;
+    EXPECT_LT(worst_q, 1e-13) << "d " << d;
     EXPECT_LT(worst_orth, 1e-14) << "d " << d;
+    // Planted: without D the product differs, in some draw, by a column's sign.
+    EXPECT_GT(planted, 1e-3) << "d " << d;
   }
 }
 

@@ -1,6 +1,8 @@
-// Haar measure on O(d) or SO(d) (sampler S1, Mezzadri 2007): QR of a matrix
-// of i.i.d. N(0,1) entries, Q <- Q diag(sign R_jj); for SO(d), negate column 0
-// when det Q < 0. Without the sign fix the law is not Haar.
+// Haar measure on O(d) or SO(d) (sampler S1): the law of the QR factor of a
+// matrix of i.i.d. N(0,1) entries with Q <- Q diag(sign R_jj) (Mezzadri
+// 2007; without the sign fix the law is not Haar), drawn as Stewart's (1980)
+// product of reflections of d(d+1)/2 normals; for SO(d), negate column 0
+// when det Q < 0.
 #pragma once
 
 #include "groups/step_law.h"

@@ -219,37 +219,43 @@ ROUTELAB_HOST_DEVICE inline bool determinant_positive(M A0, W A, int d) {
   return !negative;
 }
 
-// Haar on O(d) or SO(d) (sampler S1, Mezzadri 2007), as groups/haar.h's
-// haar_sample computes it (there with Eigen): Q = d^2 normals, column-major;
-// Gram-Schmidt on its columns with each projection done twice (CGS2); on
-// SO(d), column 0 negated when det Q < 0. `work` holds d^2 + d doubles.
-// Used by the GPU (the CPU keeps haar_sample's vectorised Eigen form); the
-// same words in the same order, so the same matrix up to rounding.
+// Haar on O(d) or SO(d) (sampler S1, Stewart 1980), as groups/haar.cpp's
+// haar_sample computes it (there two reflections a pass, in whole vectors):
+// d(d+1)/2 normals, x_k the d - k of them from offset k(2d - k + 1)/2;
+// Q = H_0 ... H_{d-2} D by backward accumulation, H_k the reflection of
+// coordinates k..d-1 taking x_k to -sign(x_k0)|x_k| e_k, D_kk = -sign(x_k0)
+// and D_{d-1,d-1} the sign of the last normal; on SO(d), column 0 negated
+// when det Q = prod_k sign(x_k0) < 0. `work` holds d^2 + d doubles.
+// Used by the GPU; the same words in the same order, so the same matrix up
+// to rounding.
 template <class V>
 ROUTELAB_HOST_DEVICE ROUTELAB_OUT_OF_LINE inline void haar_draw(Stream& s, int d, bool special, V Q, V work) {
+  const int packed = d * (d + 1) / 2;
+  for (int e = 0; e < packed; ++e) work[e] = s.normal();
   const int64_t dd = int64_t(d) * d;
-  for (int64_t e = 0; e < dd; ++e) Q[e] = s.normal();
-  V r = offset(work, int(dd));
-  for (int j = 0; j < d; ++j) {
-    V v = offset(Q, j * d);
-    for (int pass = 0; pass < 2 && j > 0; ++pass) {
-      for (int k = 0; k < j; ++k) {
-        double dot = 0;
-        for (int i = 0; i < d; ++i) dot += Q[int64_t(k) * d + i] * v[i];
-        r[k] = dot;
-      }
-      for (int i = 0; i < d; ++i) {
-        double sub = 0;
-        for (int k = 0; k < j; ++k) sub += Q[int64_t(k) * d + i] * r[k];
-        v[i] -= sub;
-      }
-    }
+  for (int64_t e = 0; e < dd; ++e) Q[e] = 0;
+  bool negative = work[packed - 1] < 0;
+  Q[dd - 1] = negative ? -1.0 : 1.0;
+  for (int k = d - 2; k >= 0; --k) {
+    const int n = d - k;
+    V v = offset(work, k * (2 * d - k + 1) / 2);
     double n2 = 0;
-    for (int i = 0; i < d; ++i) n2 += v[i] * v[i];
-    const double norm = ::sqrt(n2);
-    for (int i = 0; i < d; ++i) v[i] /= norm;
+    for (int i = 0; i < n; ++i) n2 += v[i] * v[i];
+    const double norm = ::sqrt(n2), x0 = v[0];
+    negative = negative != (x0 < 0);
+    v[0] += x0 < 0 ? -norm : norm;  // x_k becomes the reflector v in place
+    const double tau = 1.0 / (norm * (norm + ::fabs(x0)));
+    Q[int64_t(k) * d + k] = x0 < 0 ? 1.0 : -1.0;
+    // Q = diag(D_0..D_k, H_{k+1} ... D) here: H_k touches rows, columns k..
+    for (int c = k; c < d; ++c) {
+      V col = offset(Q, c * d + k);
+      double dot = 0;
+      for (int i = 0; i < n; ++i) dot += v[i] * col[i];
+      const double f = tau * dot;
+      for (int i = 0; i < n; ++i) col[i] -= f * v[i];
+    }
   }
-  if (special && !determinant_positive(Q, work, d))
+  if (special && negative)
     for (int i = 0; i < d; ++i) Q[i] = -Q[i];
 }
 
