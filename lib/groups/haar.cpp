@@ -15,14 +15,14 @@ namespace routelab {
 namespace {
 
 // One vector register of doubles, and the columns a pass holds in flight:
-// four with AVX-512's 32 registers; with 16 (AVX2, SSE2) one column measured
-// faster than two, whose 20 live values spill.
+// as many as keep the pass's 4 + 4 kGroup live vectors in registers, of 32
+// with AVX-512 and 16 with AVX2 and SSE2.
 #if defined(__AVX512F__)
 constexpr int kLanes = 8, kGroup = 4;
 #elif defined(__AVX__)
-constexpr int kLanes = 4, kGroup = 1;
+constexpr int kLanes = 4, kGroup = 2;
 #else
-constexpr int kLanes = 2, kGroup = 1;
+constexpr int kLanes = 2, kGroup = 2;
 #endif
 typedef double Lanes __attribute__((vector_size(kLanes * sizeof(double))));
 
@@ -41,6 +41,33 @@ inline double sum(Lanes a) {
   return t[0];
 }
 
+#if defined(__AVX512F__)
+// Three rounds of pairwise adds across vectors turn eight accumulators into
+// their eight sums, in a third of the instructions of eight separate sums:
+// fold4 gives [x0+x4 .. x3+x7, y0+y4 .. y3+y7], fold2 and fold1 the same a
+// half and a quarter as far apart.
+inline Lanes fold4(Lanes x, Lanes y) {
+  return __builtin_shufflevector(x, y, 0, 1, 2, 3, 8, 9, 10, 11) + __builtin_shufflevector(x, y, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+inline Lanes fold2(Lanes x, Lanes y) {
+  return __builtin_shufflevector(x, y, 0, 1, 8, 9, 4, 5, 12, 13) + __builtin_shufflevector(x, y, 2, 3, 10, 11, 6, 7, 14, 15);
+}
+inline Lanes fold1(Lanes x, Lanes y) {
+  return __builtin_shufflevector(x, y, 0, 8, 2, 10, 4, 12, 6, 14) + __builtin_shufflevector(x, y, 1, 9, 3, 11, 5, 13, 7, 15);
+}
+// The sums of s[0..7], as [s0, s4, s2, s6, s1, s5, s3, s7].
+inline Lanes sums8(const Lanes* s) {
+  return fold1(fold2(fold4(s[0], s[1]), fold4(s[2], s[3])), fold2(fold4(s[4], s[5]), fold4(s[6], s[7])));
+}
+#endif
+
+// a . b over `rows` (whole vectors), in kLanes partial sums.
+inline double dot(const double* a, const double* b, int rows) {
+  Lanes acc = {};
+  for (int i = 0; i < rows; i += kLanes) acc += load(a + i) * load(b + i);
+  return sum(acc);
+}
+
 // One pass over kGroup columns ld apart, rows [0, rows) (whole vectors):
 // x <- x - a_c u - b_c v, two reflections at once, and the next pair's dots
 // alpha_c = u' . x, beta_c = v' . x of the new x, so each column is read and
@@ -52,7 +79,10 @@ inline void reflect_pair(const double* u, const double* v, const double* a, cons
   Lanes ac[C], bc[C], sa[C] = {}, sb[C] = {};
   for (int c = 0; c < C; ++c) ac[c] = Lanes{} + a[c], bc[c] = Lanes{} + b[c];
   for (int i = 0; i < rows; i += kLanes) {
-    const Lanes ui = load(u + i), vi = load(v + i), uni = load(un + i), vni = load(vn + i);
+    Lanes ui = load(u + i), vi = load(v + i), uni = load(un + i), vni = load(vn + i);
+    // Keeps the four reflectors' lanes in registers for all the columns;
+    // left alone, GCC re-reads them from memory for each (1.1x slower).
+    asm("" : "+v"(ui), "+v"(vi), "+v"(uni), "+v"(vni));
     for (int c = 0; c < C; ++c) {
       const Lanes x = load(col + c * ld + i) - ac[c] * ui - bc[c] * vi;
       store(col + c * ld + i, x);
@@ -60,7 +90,15 @@ inline void reflect_pair(const double* u, const double* v, const double* a, cons
       sb[c] += vni * x;
     }
   }
+#if defined(__AVX512F__)
+  static_assert(C == 4);
+  const Lanes order[8] = {sa[0], sb[0], sa[2], sb[2], sa[1], sb[1], sa[3], sb[3]};
+  const Lanes sums = sums8(order);  // [alpha_0..3, beta_0..3]
+  std::memcpy(alpha, &sums, 4 * sizeof(double));
+  std::memcpy(beta, reinterpret_cast<const double*>(&sums) + 4, 4 * sizeof(double));
+#else
   for (int c = 0; c < C; ++c) alpha[c] = sum(sa[c]), beta[c] = sum(sb[c]);
+#endif
 }
 
 }  // namespace
@@ -75,16 +113,20 @@ Mat haar_sample(Stream& s, int d, bool special) {
   // the law of Mezzadri's sign-fixed QR factor, Haar on O(d), from
   // d(d+1)/2 normals and (2/3) d^3 FMAs where the QR takes d^2 and (4/3) d^3.
   const int packed = d * (d + 1) / 2;
-  std::vector<double> x(packed);
+  Vec x(packed);
   s.normals(x.data(), std::size_t(packed));
   // Q is built in place of D, in A, whose columns are padded to whole
   // vectors (ld rows), after kGroup zero columns (A's, and the dots', index
   // c lies at c + kGroup) so that passes run whole groups ending at column
-  // d - 1. Each reflector is a whole column too, zero outside rows k..d-1.
+  // d - 1. When d is a whole number of vectors, and so of groups, neither
+  // padding is needed and A is Q itself. Each reflector is a whole column
+  // too, zero outside rows k..d-1.
   const int ld = (d + kLanes - 1) / kLanes * kLanes;
-  std::vector<double> Abuf(std::size_t(ld) * (d + kGroup), 0.0), vbuf(4 * std::size_t(ld) + ld, 0.0),
+  const bool in_place = ld == d;
+  Mat Q = Mat::Zero(d, d);
+  std::vector<double> Abuf(in_place ? 0 : std::size_t(ld) * (d + kGroup), 0.0), vbuf(4 * std::size_t(ld) + ld, 0.0),
       coef(4 * std::size_t(d + kGroup), 0.0);
-  double* A = Abuf.data() + std::size_t(kGroup) * ld;
+  double* A = in_place ? Q.data() : Abuf.data() + std::size_t(kGroup) * ld;
   double *a = coef.data() + kGroup, *b = a + d + kGroup, *alpha = b + d + kGroup, *beta = alpha + d + kGroup;
   const double* zero = vbuf.data() + 4 * std::size_t(ld);
   auto col = [&](int c) { return A + std::ptrdiff_t(c) * ld; };
@@ -98,10 +140,9 @@ Mat haar_sample(Stream& s, int d, bool special) {
     double* v = vbuf.data() + std::size_t(k & 3) * ld;
     const int n = d - k;
     const double* xk = x.data() + std::size_t(k) * (2 * d - k + 1) / 2;  // after d + (d-1) + ... + (d-k+1)
-    double n2 = 0;
-    for (int i = 0; i < n; ++i) n2 += xk[i] * xk[i];
-    const double norm = std::sqrt(n2), x0 = xk[0];
     std::copy(xk, xk + n, v + k);
+    const int k0 = k / kLanes * kLanes;
+    const double norm = std::sqrt(dot(v + k0, v + k0, ld - k0)), x0 = xk[0];
     v[k] += x0 < 0 ? -norm : norm;
     tau[k & 3] = 1.0 / (norm * (norm + std::abs(x0)));
     col(k)[k] = x0 < 0 ? 1.0 : -1.0;  // D_kk
@@ -127,9 +168,8 @@ Mat haar_sample(Stream& s, int d, bool special) {
     const double* un = make(p - 2);
     const double* vn = make(p - 3);
     // H_q H_p x = x - a u - b v, a = tau_p (u . x), b = tau_q (v . x - (v . u) a).
-    double vu = 0;
-    for (int i = std::max(p, 0); i < d; ++i) vu += v[i] * u[i];
-    const double tp = tau_of(p), tq = tau_of(q);
+    const int p0 = std::max(p, 0) / kLanes * kLanes;
+    const double vu = dot(v + p0, u + p0, ld - p0), tp = tau_of(p), tq = tau_of(q);
     for (int c = c0; c < d; ++c) {
       a[c] = tp * alpha[c];
       b[c] = tq * (beta[c] - vu * a[c]);
@@ -139,8 +179,8 @@ Mat haar_sample(Stream& s, int d, bool special) {
       reflect_pair(u + r0, v + r0, a + c, b + c, un + r0, vn + r0, col(c) + r0, ld, ld - r0, alpha + c, beta + c);
     u = un, v = vn;
   }
-  Mat Q(d, d);
-  for (int c = 0; c < d; ++c) std::copy_n(col(c), d, Q.col(c).data());
+  if (!in_place)
+    for (int c = 0; c < d; ++c) std::copy_n(col(c), d, Q.col(c).data());
   if (special && negative) Q.col(0) = -Q.col(0);
   return Q;
 }
