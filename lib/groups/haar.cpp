@@ -82,7 +82,9 @@ inline void reflect_pair(const double* u, const double* v, const double* a, cons
     Lanes ui = load(u + i), vi = load(v + i), uni = load(un + i), vni = load(vn + i);
     // Keeps the four reflectors' lanes in registers for all the columns;
     // left alone, GCC re-reads them from memory for each (1.1x slower).
+#if defined(__x86_64__)
     asm("" : "+v"(ui), "+v"(vi), "+v"(uni), "+v"(vni));
+#endif
     for (int c = 0; c < C; ++c) {
       const Lanes x = load(col + c * ld + i) - ac[c] * ui - bc[c] * vi;
       store(col + c * ld + i, x);
