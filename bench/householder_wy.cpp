@@ -40,15 +40,19 @@ void wy_factor(const Mat& V, Mat& T) {
 void householder_walk_matrix_wy(const Householder& law, Stream& s, Mat& P, int n, int block, WyBuffers& buf) {
   using panel::Op;
   using panel::Shape;
-  const int d = law.dim(), dp = panel::padded_rows(d);
-  buf.Q.setZero(dp, d);  // rows d..dp stay zero: Q V, Q V T and the update keep them so
+  // Q's columns are lq apart, a vector more than its dp rows: at d = 128 a
+  // stride of 1 KB would put all of a tile's columns of Q in an eighth of
+  // L1's sets, and Z = Q V re-read them from L2 for every column tile.
+  const int d = law.dim(), dp = panel::padded_rows(d), lq = dp + panel::kLanes;
+  buf.Q.setZero(lq, d);  // rows d.. stay zero: Q V, Q V T and the update keep them so
   buf.Q.topRows(d) = P.transpose();
   double* Q = buf.Q.data();
   for (int t0 = 0; t0 < n; t0 += block) {
     const int b = std::min(block, n - t0), bp = panel::padded_rows(b);
     buf.V.resize(d, b);
-    // Column i is step t0 + i; draw writes the unit normal v (tau = 2).
-    for (int i = 0; i < b; ++i) law.draw(s, buf.V.col(i).data());
+    // Column i is step t0 + i, the unit normal v (tau = 2): the block's
+    // steps drawn at once (draw_steps), as walk_scores draws them.
+    law.draw_steps(s, buf.V.data(), b);
     const double* V = buf.V.data();
     buf.Vt.resize(bp, d);
     buf.Vt.topRows(b) = buf.V.transpose();
@@ -58,10 +62,10 @@ void householder_walk_matrix_wy(const Householder& law, Stream& s, Mat& P, int n
     buf.T.resize(b, b);
     wy_factor_from_gram(buf.G.data(), bp, b, buf.T.data(), b);
     buf.Z.resize(dp, b);
-    panel::gemm<Op::set>(buf.Z.data(), dp, Q, dp, V, 1, d, dp, b, d);  // Z = Q V
+    panel::gemm<Op::set>(buf.Z.data(), dp, Q, lq, V, 1, d, dp, b, d);  // Z = Q V
     buf.Y.resize(dp, b);
     panel::gemm<Op::set, Shape::upper_b>(buf.Y.data(), dp, buf.Z.data(), dp, buf.T.data(), 1, b, dp, b, b);
-    panel::gemm<Op::sub>(Q, dp, buf.Y.data(), dp, V, d, 1, dp, d, b);  // Q -= Y V^T
+    panel::gemm<Op::sub>(Q, lq, buf.Y.data(), dp, V, d, 1, dp, d, b);  // Q -= Y V^T
   }
   P = buf.Q.topRows(d).transpose();
 }

@@ -1,7 +1,9 @@
 // C = A B or C -= A B on the small panels of a compact-WY product (W6): a
 // register-tiled multiply over column-major panels that already sit in
-// L1/L2. Only A's row tiles are copied; B is read in place, through strides,
-// so a transposed operand needs no copy. At 128 x 128 x 32 this runs at
+// L1/L2. Nothing is copied: A's tiles are read in place (a caller whose A
+// has a leading dimension of a multiple of 512 bytes pads it, or a tile's
+// columns share a few L1 sets), and B through strides, so a transposed
+// operand needs no copy. At 128 x 128 x 32 this runs at
 // 85-95% of the FMA peak with AVX-512, where Eigen's general product, which
 // packs both operands on every call, ran at 60-65% (bench/README.md, W6).
 //
@@ -87,30 +89,18 @@ enum class Shape {
 };
 
 // C (m x n, leading dimension ldc, m a multiple of kLanes) = or -= A B, k terms.
-// Row tiles outside, column tiles inside: a tile's rows of A, copied once
-// into a contiguous panel (when k <= kPackDepth), stay in L1 while every
-// column of B passes them.
-constexpr int kPackDepth = 512;
-
+// Row tiles outside, column tiles inside: a tile's rows of A stay in L1
+// while every column of B passes them.
 template <Op kOp, Shape kShape = Shape::full>
 void gemm(double* C, int ldc, const double* A, int lda, const double* B, std::ptrdiff_t bk, std::ptrdiff_t bj,
           int m, int n, int k) {
-  alignas(64) static thread_local double pack[kTileRows * kLanes * kPackDepth];
   auto rows = [&](int i, auto vectors) {
     constexpr int R = decltype(vectors)::value;
-    constexpr int h = R * kLanes;
-    const double* a = A + i;
-    int la = lda;
-    if (k <= kPackDepth) {
-      for (int p = 0; p < k; ++p)
-        for (int r = 0; r < R; ++r) store(pack + p * h + r * kLanes, load(A + std::ptrdiff_t(p) * lda + i + r * kLanes));
-      a = pack, la = h;
-    }
     auto cols = [&](int j, auto width) {
       constexpr int N = decltype(width)::value;
       if (kShape == Shape::upper_c && i >= j + N) return;
       const int kk = kShape == Shape::upper_b ? std::min(k, j + N) : k;
-      tile<kOp, R, N>(C + std::ptrdiff_t(j) * ldc + i, ldc, a, la, B + j * bj, bk, bj, kk);
+      tile<kOp, R, N>(C + std::ptrdiff_t(j) * ldc + i, ldc, A + i, lda, B + j * bj, bk, bj, kk);
     };
     int j = 0;
     for (; j + kTileCols <= n; j += kTileCols) cols(j, std::integral_constant<int, kTileCols>());
