@@ -96,8 +96,7 @@ inline void reflect_pair(const double* u, const double* v, const double* a, cons
   static_assert(C == 4);
   const Lanes order[8] = {sa[0], sb[0], sa[2], sb[2], sa[1], sb[1], sa[3], sb[3]};
   const Lanes sums = sums8(order);  // [alpha_0..3, beta_0..3]
-  std::memcpy(alpha, &sums, 4 * sizeof(double));
-  std::memcpy(beta, reinterpret_cast<const double*>(&sums) + 4, 4 * sizeof(double));
+  for (int c = 0; c < C; ++c) alpha[c] = sums[c], beta[c] = sums[C + c];
 #else
   for (int c = 0; c < C; ++c) alpha[c] = sum(sa[c]), beta[c] = sum(sb[c]);
 #endif
@@ -126,8 +125,10 @@ Mat haar_sample(Stream& s, int d, bool special) {
   const int ld = (d + kLanes - 1) / kLanes * kLanes;
   const bool in_place = ld == d;
   Mat Q = Mat::Zero(d, d);
-  std::vector<double> Abuf(in_place ? 0 : std::size_t(ld) * (d + kGroup), 0.0), vbuf(4 * std::size_t(ld) + ld, 0.0),
-      coef(4 * std::size_t(d + kGroup), 0.0);
+  // Eigen's buffers start on a vector boundary (std::vector's need not), so
+  // no load of a reflector or of A's columns straddles two cache lines.
+  Vec Abuf = Vec::Zero(in_place ? 0 : std::ptrdiff_t(ld) * (d + kGroup)), vbuf = Vec::Zero(5 * std::ptrdiff_t(ld));
+  std::vector<double> coef(4 * std::size_t(d + kGroup), 0.0);
   double* A = in_place ? Q.data() : Abuf.data() + std::size_t(kGroup) * ld;
   double *a = coef.data() + kGroup, *b = a + d + kGroup, *alpha = b + d + kGroup, *beta = alpha + d + kGroup;
   const double* zero = vbuf.data() + 4 * std::size_t(ld);
