@@ -7,30 +7,26 @@
 namespace routelab {
 
 // T from the Gram matrix G = V^T V (its diagonal and strict upper triangle):
-// T_ii = 2 / G_ii, T(0:i, i) = -T_ii T(0:i, 0:i) G(0:i, i).
+// T_ii = 2 / G_ii, T(0:i, i) = -T_ii T(0:i, 0:i) G(0:i, i). T has ldt rows, a
+// whole number of vectors, zero below its diagonal, so each column's product
+// is one panel::gemm over T's first i columns.
 static void wy_factor_from_gram(const double* G, int ldg, int b, double* T, int ldt) {
   for (int i = 0; i < b; ++i) {
     double* ti = T + std::ptrdiff_t(i) * ldt;
     const double* gi = G + std::ptrdiff_t(i) * ldg;
     const double tau = 2.0 / gi[i];
-    for (int r = 0; r < b; ++r) ti[r] = 0.0;
-    // T(0:i, 0:i) G(0:i, i) as a sum of T's columns (T upper: column c has
-    // c + 1 entries), so the inner loop vectorises with no dependent sums.
-    for (int c = 0; c < i; ++c) {
-      const double g = gi[c];
-      const double* tc = T + std::ptrdiff_t(c) * ldt;
-      for (int r = 0; r <= c; ++r) ti[r] += tc[r] * g;
-    }
+    panel::gemm<panel::Op::set>(ti, ldt, T, ldt, gi, 1, 0, ldt, 1, i);  // T(:, 0:i) G(0:i, i)
     for (int r = 0; r < i; ++r) ti[r] *= -tau;
     ti[i] = tau;
   }
 }
 
 void wy_factor(const Mat& V, Mat& T) {
-  const int b = int(V.cols());
+  const int b = int(V.cols()), bp = panel::padded_rows(b);
   const Mat G = V.transpose() * V;
-  T.resize(b, b);
-  wy_factor_from_gram(G.data(), b, b, T.data(), b);
+  Mat Tp = Mat::Zero(bp, b);
+  wy_factor_from_gram(G.data(), b, b, Tp.data(), bp);
+  T = Tp.topRows(b);
 }
 
 // The walk keeps Q = P^T, so that P <- (I - V T^T V^T) P reads
@@ -59,12 +55,12 @@ void householder_walk_matrix_wy(const Householder& law, Stream& s, Mat& P, int n
     buf.Vt.bottomRows(bp - b).setZero();
     buf.G.resize(bp, b);
     panel::gemm<Op::set, Shape::upper_c>(buf.G.data(), bp, buf.Vt.data(), bp, V, 1, d, bp, b, d);
-    buf.T.resize(b, b);
-    wy_factor_from_gram(buf.G.data(), bp, b, buf.T.data(), b);
+    buf.T.resize(bp, b);
+    wy_factor_from_gram(buf.G.data(), bp, b, buf.T.data(), bp);
     buf.Z.resize(dp, b);
     panel::gemm<Op::set>(buf.Z.data(), dp, Q, lq, V, 1, d, dp, b, d);  // Z = Q V
     buf.Y.resize(dp, b);
-    panel::gemm<Op::set, Shape::upper_b>(buf.Y.data(), dp, buf.Z.data(), dp, buf.T.data(), 1, b, dp, b, b);
+    panel::gemm<Op::set, Shape::upper_b>(buf.Y.data(), dp, buf.Z.data(), dp, buf.T.data(), 1, bp, dp, b, b);
     panel::gemm<Op::sub>(Q, lq, buf.Y.data(), dp, V, d, 1, dp, d, b);  // Q -= Y V^T
   }
   P = buf.Q.topRows(d).transpose();
