@@ -124,7 +124,8 @@ Mat haar_sample(Stream& s, int d, bool special) {
   // too, zero outside rows k..d-1.
   const int ld = (d + kLanes - 1) / kLanes * kLanes;
   const bool in_place = ld == d;
-  Mat Q = Mat::Zero(d, d);
+  Mat Q(d, d);  // overwritten whole by the copy from A unless A is Q
+  if (in_place) Q.setZero();
   // Eigen's buffers start on a vector boundary (std::vector's need not), so
   // no load of a reflector or of A's columns straddles two cache lines.
   Vec Abuf = Vec::Zero(in_place ? 0 : std::ptrdiff_t(ld) * (d + kGroup)), vbuf = Vec::Zero(5 * std::ptrdiff_t(ld));
