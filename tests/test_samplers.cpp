@@ -9,6 +9,7 @@
 #include "groups/haar.h"
 #include "groups/householder.h"
 #include "groups/so2.h"
+#include "groups/step_kernels.h"
 #include "planted_law.h"
 #include "stats/chi2.h"
 #include "stats/ks.h"
@@ -82,11 +83,11 @@ Mat stewart_reference(const std::vector<double>& x, int d, bool drop_sign) {
   return drop_sign ? Q : Mat(Q * D);
 }
 
-// haar_sample is Stewart's product of reflections of its own d(d+1)/2
-// normals, to rounding, at sizes on and off its vector width (8) and its
-// column groups (4), and the draw leaves the stream where those normals
-// leave it. On SO(d) it is the O(d) draw with column 0 negated when that
-// has det -1, and has det +1 itself.
+// haar_sample is the transpose of Stewart's product of reflections of its
+// own d(d+1)/2 normals, D H_{d-2} ... H_0, to rounding, at sizes on and off
+// its vector width (8) and its row chunks, and the draw leaves the stream
+// where those normals leave it. On SO(d) it is the O(d) draw with column 0
+// negated when that has det -1, and has det +1 itself.
 TEST(Samplers, HaarSampleIsStewartsProductOfReflections) {
   for (int d : {1, 2, 3, 5, 8, 9, 23, 24, 37, 64, 65}) {
     const int packed = d * (d + 1) / 2;
@@ -96,8 +97,8 @@ TEST(Samplers, HaarSampleIsStewartsProductOfReflections) {
       const Mat Q = haar_sample(s, d, false);
       std::vector<double> x(packed);
       ref.normals(x.data(), x.size());
-      worst_q = std::max(worst_q, (Q - stewart_reference(x, d, false)).cwiseAbs().maxCoeff());
-      planted = std::max(planted, (Q - stewart_reference(x, d, true)).cwiseAbs().maxCoeff());
+      worst_q = std::max(worst_q, (Q - stewart_reference(x, d, false).transpose()).cwiseAbs().maxCoeff());
+      planted = std::max(planted, (Q - stewart_reference(x, d, true).transpose()).cwiseAbs().maxCoeff());
       worst_orth = std::max(worst_orth, (Q.transpose() * Q - Mat::Identity(d, d)).cwiseAbs().maxCoeff());
       EXPECT_EQ(s.next_u32(), ref.next_u32()) << "d " << d << ": other words drawn";
       const Mat P = haar_sample(so, d, true);
@@ -110,9 +111,38 @@ TEST(Samplers, HaarSampleIsStewartsProductOfReflections) {
     }
     EXPECT_LT(worst_q, 1e-13) << "d " << d;
     EXPECT_LT(worst_orth, 1e-14) << "d " << d;
-    // Planted: without D the product differs, in some draw, by a column's sign.
+    // Planted: without D the product differs, in some draw, by a row's sign.
     EXPECT_GT(planted, 1e-3) << "d " << d;
   }
+}
+
+// haar_sample's vector passes are haar_draw's scalar loops (what the GPU
+// runs) operation for operation, so on the host the two give the same bytes,
+// whatever the vector width it was built for: the bytes of a Haar draw do
+// not depend on the ISA. Only where every multiply-add is fused on both
+// sides: a build without FMA adds its products apart in the vector code.
+TEST(Samplers, HaarSampleHasHaarDrawsBytes) {
+#if !defined(__FMA__)
+  GTEST_SKIP() << "built without FMA: haar_sample's products are not fused, haar_draw's ::fma are";
+#endif
+  for (int d : {1, 2, 3, 4, 7, 8, 9, 16, 17, 31, 40, 64, 65, 100}) {
+    std::vector<double> step(std::size_t(d) * d + std::size_t(d) * d + 2 * d);
+    for (bool special : {false, true})
+      for (int i = 0; i < 10; ++i) {
+        Stream s(31, i), t(31, i);
+        const Mat Q = haar_sample(s, d, special);
+        haar_draw(t, d, special, step.data(), step.data() + std::size_t(d) * d);
+        ASSERT_EQ(Q, Eigen::Map<const Mat>(step.data(), d, d)) << "d " << d << " sample " << i;
+        EXPECT_EQ(s.next_u32(), t.next_u32()) << "d " << d;
+      }
+  }
+  // Planted: the same draw through Stewart's product, not its transpose, is
+  // not these bytes.
+  Stream s(31, 0), t(31, 0);
+  std::vector<double> x(15), step(2 * 25 + 10);
+  haar_draw(t, 5, false, step.data(), step.data() + 25);
+  s.normals(x.data(), x.size());
+  EXPECT_NE(stewart_reference(x, 5, false), Eigen::Map<const Mat>(step.data(), 5, 5));
 }
 
 // Sampler S2: one coordinate of a uniform unit vector has the same Beta law.

@@ -17,8 +17,8 @@ void Fisher::draw(Stream& s, double* step) const {
     return;
   }
   // Accept iff log u < kappa (tr Q - d): exp(tr(A^T Q) - m_A) <= 1 on SO(d).
-  // fisher_draw with haar_sample's vectorised reflections (the GPU's
-  // haar_draw sums in another order).
+  // fisher_draw with haar_sample's vectorised reflections, whose bytes are
+  // haar_draw's.
   while (true) {
     Mat P = haar_sample(s, d, true);
     if (std::log(s.uniform()) < kappa_ * (P.trace() - d)) {

@@ -7,6 +7,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 #include "groups/family.h"
 #include "theory/trace_moments.h"
 
@@ -14,15 +18,15 @@ namespace routelab {
 
 namespace {
 
-// One vector register of doubles, and the columns a pass holds in flight:
-// as many as keep the pass's 4 + 4 kGroup live vectors in registers, of 32
-// with AVX-512 and 16 with AVX2 and SSE2.
+// One vector register of doubles, and the row chunks a pass holds in flight:
+// as many as keep its 4 G + 4 live vectors in registers, of 32 with AVX-512
+// and 16 with AVX2 and SSE2.
 #if defined(__AVX512F__)
-constexpr int kLanes = 8, kGroup = 4;
+constexpr int kLanes = 8, kMaxChunks = 4;
 #elif defined(__AVX__)
-constexpr int kLanes = 4, kGroup = 2;
+constexpr int kLanes = 4, kMaxChunks = 2;
 #else
-constexpr int kLanes = 2, kGroup = 2;
+constexpr int kLanes = 2, kMaxChunks = 2;
 #endif
 typedef double Lanes __attribute__((vector_size(kLanes * sizeof(double))));
 
@@ -32,156 +36,214 @@ inline Lanes load(const double* p) {
   return x;
 }
 inline void store(double* p, Lanes x) { std::memcpy(p, &x, sizeof x); }
-// The lanes added pairwise in a fixed order.
-inline double sum(Lanes a) {
-  double t[kLanes];
-  std::memcpy(t, &a, sizeof t);
-  for (int w = kLanes / 2; w >= 1; w /= 2)
+// x in every lane; from memory, one load that broadcasts (Lanes{} + x
+// would add and shuffle, which on Intel takes the second FMA port).
+inline Lanes lanes(double x) {
+#if defined(__AVX512F__)
+  return _mm512_set1_pd(x);
+#elif defined(__AVX__)
+  return _mm256_set1_pd(x);
+#else
+  return Lanes{x, x};
+#endif
+}
+
+// a b + c and c - a b, fused whenever the target has FMA, as haar_draw's
+// ::fma is; left to the compiler, whether each is fused would be its choice.
+inline Lanes fmadd(Lanes a, Lanes b, Lanes c) {
+#if defined(__AVX512F__)
+  return _mm512_fmadd_pd(a, b, c);
+#elif defined(__FMA__)
+  return _mm256_fmadd_pd(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+inline Lanes fnmadd(Lanes a, Lanes b, Lanes c) {
+#if defined(__AVX512F__)
+  return _mm512_fnmadd_pd(a, b, c);
+#elif defined(__FMA__)
+  return _mm256_fnmadd_pd(a, b, c);
+#else
+  return c - a * b;
+#endif
+}
+
+// Eight partial sums, 8 / kLanes vectors of them, added in haar_dot's order.
+inline double sum8(const Lanes* acc) {
+  double t[8];
+  std::memcpy(t, acc, sizeof t);
+  for (int w = 4; w >= 1; w /= 2)
     for (int i = 0; i < w; ++i) t[i] += t[i + w];
   return t[0];
 }
 
-#if defined(__AVX512F__)
-// Three rounds of pairwise adds across vectors turn eight accumulators into
-// their eight sums, in a third of the instructions of eight separate sums:
-// fold4 gives [x0+x4 .. x3+x7, y0+y4 .. y3+y7], fold2 and fold1 the same a
-// half and a quarter as far apart.
-inline Lanes fold4(Lanes x, Lanes y) {
-  return __builtin_shufflevector(x, y, 0, 1, 2, 3, 8, 9, 10, 11) + __builtin_shufflevector(x, y, 4, 5, 6, 7, 12, 13, 14, 15);
-}
-inline Lanes fold2(Lanes x, Lanes y) {
-  return __builtin_shufflevector(x, y, 0, 1, 8, 9, 4, 5, 12, 13) + __builtin_shufflevector(x, y, 2, 3, 10, 11, 6, 7, 14, 15);
-}
-inline Lanes fold1(Lanes x, Lanes y) {
-  return __builtin_shufflevector(x, y, 0, 8, 2, 10, 4, 12, 6, 14) + __builtin_shufflevector(x, y, 1, 9, 3, 11, 5, 13, 7, 15);
-}
-// The sums of s[0..7], as [s0, s4, s2, s6, s1, s5, s3, s7].
-inline Lanes sums8(const Lanes* s) {
-  return fold1(fold2(fold4(s[0], s[1]), fold4(s[2], s[3])), fold2(fold4(s[4], s[5]), fold4(s[6], s[7])));
-}
-#endif
-
-// a . b over `rows` (whole vectors), in kLanes partial sums.
-inline double dot(const double* a, const double* b, int rows) {
-  Lanes acc = {};
-  for (int i = 0; i < rows; i += kLanes) acc += load(a + i) * load(b + i);
-  return sum(acc);
+// haar_dot (groups/step_kernels.h) in vectors: rows [from, to), both whole
+// multiples of 8, element i in partial sum i mod 8, added in haar_dot's order.
+inline double dot8(const double* a, const double* b, int from, int to) {
+  constexpr int H = 8 / kLanes;
+  Lanes acc[H] = {};
+  for (int i = from; i < to; i += 8)
+    for (int h = 0; h < H; ++h) acc[h] = fmadd(load(a + i + h * kLanes), load(b + i + h * kLanes), acc[h]);
+  return sum8(acc);
 }
 
-// One pass over kGroup columns ld apart, rows [0, rows) (whole vectors):
-// x <- x - a_c u - b_c v, two reflections at once, and the next pair's dots
-// alpha_c = u' . x, beta_c = v' . x of the new x, so each column is read and
-// written once per two reflections. Each dot is kLanes partial sums added in
-// a fixed order.
-inline void reflect_pair(const double* u, const double* v, const double* a, const double* b, const double* un,
-                         const double* vn, double* col, std::size_t ld, int rows, double* alpha, double* beta) {
-  constexpr int C = kGroup;
-  Lanes ac[C], bc[C], sa[C] = {}, sb[C] = {};
-  for (int c = 0; c < C; ++c) ac[c] = Lanes{} + a[c], bc[c] = Lanes{} + b[c];
-  for (int i = 0; i < rows; i += kLanes) {
-    Lanes ui = load(u + i), vi = load(v + i), uni = load(un + i), vni = load(vn + i);
-    // Keeps the four reflectors' lanes in registers for all the columns;
-    // left alone, GCC re-reads them from memory for each (1.1x slower).
-#if defined(__x86_64__)
-    asm("" : "+v"(ui), "+v"(vi), "+v"(uni), "+v"(vni));
-#endif
-    for (int c = 0; c < C; ++c) {
-      const Lanes x = load(col + c * ld + i) - ac[c] * ui - bc[c] * vi;
-      store(col + c * ld + i, x);
-      sa[c] += uni * x;
-      sb[c] += vni * x;
+// One pass over G chunks of rows (whole vectors from `rows`) of M (columns
+// ld apart): x <- x - u_j Ya - v_j Yb for the columns j of [j0, d), two
+// reflections at once from the right, and the next pair's M u', M v' as sums
+// over the columns of [j_sum, d) in order, the first j0 - j_sum of them
+// read, not changed (those that join the next pass, still D_jj e_j). So
+// each column chunk is read and written once per two reflections, and every
+// sum runs along a lane, never across lanes.
+template <int G>
+inline void reflect_rows(const double* u, const double* v, const double* un, const double* vn, const double* yu,
+                         const double* yv, Lanes tp, Lanes tq, Lanes vu, double* rows, std::size_t ld, int j_sum,
+                         int j0, int d, double* yun, double* yvn) {
+  Lanes ya[G], yb[G], su[G] = {}, sv[G] = {};
+  for (int g = 0; g < G; ++g) {
+    ya[g] = tp * load(yu + g * kLanes);
+    yb[g] = tq * fnmadd(vu, ya[g], load(yv + g * kLanes));
+  }
+  for (int j = j_sum; j < j0; ++j) {
+    const Lanes unj = lanes(un[j]), vnj = lanes(vn[j]);
+    const double* m = rows + std::ptrdiff_t(j) * ld;
+    for (int g = 0; g < G; ++g) {
+      su[g] = fmadd(unj, load(m + g * kLanes), su[g]);
+      sv[g] = fmadd(vnj, load(m + g * kLanes), sv[g]);
     }
   }
-#if defined(__AVX512F__)
-  static_assert(C == 4);
-  const Lanes order[8] = {sa[0], sb[0], sa[2], sb[2], sa[1], sb[1], sa[3], sb[3]};
-  const Lanes sums = sums8(order);  // [alpha_0..3, beta_0..3]
-  for (int c = 0; c < C; ++c) alpha[c] = sums[c], beta[c] = sums[C + c];
-#else
-  for (int c = 0; c < C; ++c) alpha[c] = sum(sa[c]), beta[c] = sum(sb[c]);
-#endif
+  for (int j = j0; j < d; ++j) {
+    const Lanes uj = lanes(u[j]), vj = lanes(v[j]), unj = lanes(un[j]), vnj = lanes(vn[j]);
+    double* m = rows + std::ptrdiff_t(j) * ld;
+    for (int g = 0; g < G; ++g) {
+      const Lanes x = fnmadd(vj, yb[g], fnmadd(uj, ya[g], load(m + g * kLanes)));
+      store(m + g * kLanes, x);
+      su[g] = fmadd(unj, x, su[g]);
+      sv[g] = fmadd(vnj, x, sv[g]);
+    }
+  }
+  for (int g = 0; g < G; ++g) store(yun + g * kLanes, su[g]), store(yvn + g * kLanes, sv[g]);
+}
+
+// Rows [i, i + kLanes) of reflector k's normals, x_k of rows k..d-1 at xk,
+// zero outside those rows; x_k's neighbours in memory are read and dropped.
+inline Lanes reflector_rows(const double* xk, int k, int d, int i) {
+  Lanes row = lanes(double(i));
+  for (int l = 0; l < kLanes; ++l) row[l] += l;
+  const Lanes raw = load(xk + (i - k));
+  return row >= double(k) && row < double(d) ? raw : Lanes{};
+}
+
+// Chunks a pass takes at once out of `left`: kMaxChunks, but never leaving
+// one alone at the end, whose sums would wait on their own latency.
+inline int chunks_at_once(int left) {
+  if (left <= kMaxChunks) return left;
+  return left == kMaxChunks + 1 && kMaxChunks > 2 ? kMaxChunks - 1 : kMaxChunks;
 }
 
 }  // namespace
 
 Mat haar_sample(Stream& s, int d, bool special) {
-  // Sampler S1 (Stewart 1980): Q = H_0 H_1 ... H_{d-2} D. H_k reflects
-  // coordinates k..d-1 and takes a fresh x_k ~ N(0, I_{d-k}) to
-  // -sign(x_k0) |x_k| e_k; D_kk = -sign(x_k0), and D_{d-1,d-1} the sign of
-  // the last normal. Householder QR of a Gaussian Z builds exactly these
-  // reflectors, for its k-th one is made from the k-th column of the
-  // already-reflected Z, a fresh Gaussian by rotation invariance; so Q has
-  // the law of Mezzadri's sign-fixed QR factor, Haar on O(d), from
-  // d(d+1)/2 normals and (2/3) d^3 FMAs where the QR takes d^2 and (4/3) d^3.
+  // Sampler S1 (Stewart 1980): Q = D H_{d-2} ... H_0, the transpose of
+  // Stewart's H_0 ... H_{d-2} D and so Haar too. H_k reflects coordinates
+  // k..d-1 and takes a fresh x_k ~ N(0, I_{d-k}) to -sign(x_k0) |x_k| e_k;
+  // D_kk = -sign(x_k0), and D_{d-1,d-1} the sign of the last normal.
+  // Householder QR of a Gaussian Z builds exactly these reflectors, for its
+  // k-th one is made from the k-th column of the already-reflected Z, a
+  // fresh Gaussian by rotation invariance; so d(d+1)/2 normals and (2/3) d^3
+  // FMAs give Mezzadri's sign-fixed QR factor's law, where the QR takes d^2
+  // and (4/3) d^3. The arithmetic is haar_draw's (groups/step_kernels.h),
+  // operation for operation, so the bytes are the same with AVX-512, AVX2 or
+  // in that scalar code.
   const int packed = d * (d + 1) / 2;
-  Vec x(packed);
-  s.normals(x.data(), std::size_t(packed));
-  // Q is built in place of D, in A, whose columns are padded to whole
-  // vectors (ld rows), after kGroup zero columns (A's, and the dots', index
-  // c lies at c + kGroup) so that passes run whole groups ending at column
-  // d - 1. When d is a whole number of vectors, and so of groups, neither
-  // padding is needed and A is Q itself. Each reflector is a whole column
-  // too, zero outside rows k..d-1.
-  const int ld = (d + kLanes - 1) / kLanes * kLanes;
+  // M, built in place of D, has columns of ld rows, a multiple of 8 so that
+  // dot8 and the passes run whole vectors; when d is such a multiple, M is Q
+  // itself. The reflectors are columns of ld too, zero outside their rows,
+  // and so are the sums M u, M v.
+  const int ld = (d + 7) / 8 * 8;
   const bool in_place = ld == d;
-  Mat Q(d, d);  // overwritten whole by the copy from A unless A is Q
+  Mat Q(d, d);  // overwritten whole by the copy from M unless M is Q
   if (in_place) Q.setZero();
-  // Eigen's buffers start on a vector boundary (std::vector's need not), so
-  // no load of a reflector or of A's columns straddles two cache lines.
-  Vec Abuf = Vec::Zero(in_place ? 0 : std::ptrdiff_t(ld) * (d + kGroup)), vbuf = Vec::Zero(5 * std::ptrdiff_t(ld));
-  std::vector<double> coef(4 * std::size_t(d + kGroup), 0.0);
-  double* A = in_place ? Q.data() : Abuf.data() + std::size_t(kGroup) * ld;
-  double *a = coef.data() + kGroup, *b = a + d + kGroup, *alpha = b + d + kGroup, *beta = alpha + d + kGroup;
-  const double* zero = vbuf.data() + 4 * std::size_t(ld);
-  auto col = [&](int c) { return A + std::ptrdiff_t(c) * ld; };
-  // Reflector k (k < 0: none, v = 0, tau = 0) in the buffer k mod 4, which
-  // held k + 4: rows k.. are written, which covers all of k + 4's.
-  // v = x_k + sign(x_k0) |x_k| e_k, so |v|^2 = 2 |x_k| (|x_k| + |x_k0|).
-  double tau[4] = {0, 0, 0, 0};
-  bool negative = x[packed - 1] < 0;  // det Q = prod_k sign(x_k0): each H_k has det -1
+  // One buffer, on a vector boundary as Eigen's are (std::vector's need not
+  // be), so no load straddles two cache lines: the normals, four reflectors
+  // and a fifth, v = 0, for those of index < 0, the four sums, and M unless
+  // M is Q.
+  const std::ptrdiff_t packed_ld = (packed + 15) / 8 * 8, square = std::ptrdiff_t(d) * ld;
+  Vec buf(packed_ld + 9 * ld + (in_place ? 0 : square));
+  double* x = buf.data();
+  double* R = x + packed_ld;
+  double* y[4] = {R + 5 * ld, R + 6 * ld, R + 7 * ld, R + 8 * ld};
+  double* M = in_place ? Q.data() : R + 9 * ld;
+  std::fill_n(R, 9 * ld + (in_place ? 0 : square), 0.0);
+  s.normals(x, std::size_t(packed));
+  std::fill(x + packed, x + packed_ld, 0.0);  // what reflector_rows reads past the last x_k
+  auto col = [&](int c) { return M + std::ptrdiff_t(c) * ld; };
+  // Reflector k in the buffer k mod 4, which held k + 4: rows from k / 8 * 8
+  // are written, which covers all of k + 4's. H_k reflects along
+  // v = x_k + sign(x_k0) |x_k| e_k, and |v|^2 = 2 |x_k| (|x_k| + |x_k0|).
+  double tau[5] = {0, 0, 0, 0, 0};  // tau[4]: k < 0
+  bool negative = std::copysign(1.0, x[packed - 1]) < 0;  // det Q = prod_k sign(x_k0): each H_k has det -1
+  col(d - 1)[d - 1] = negative ? -1.0 : 1.0;
   auto make = [&](int k) -> const double* {
-    if (k < 0) return zero;
-    double* v = vbuf.data() + std::size_t(k & 3) * ld;
-    const int n = d - k;
-    const double* xk = x.data() + std::size_t(k) * (2 * d - k + 1) / 2;  // after d + (d-1) + ... + (d-k+1)
-    std::copy(xk, xk + n, v + k);
-    const int k0 = k / kLanes * kLanes;
-    const double norm = std::sqrt(dot(v + k0, v + k0, ld - k0)), x0 = xk[0];
-    v[k] += x0 < 0 ? -norm : norm;
+    if (k < 0) return R + 4 * ld;
+    double* v = R + std::ptrdiff_t(k & 3) * ld;
+    const double* xk = x + std::size_t(k) * (2 * d - k + 1) / 2;  // after d + (d-1) + ... + (d-k+1)
+    // Copied in whole vectors and squared on the way, in dot8's order: a
+    // copy's narrower stores, read back at once as vectors, would stall.
+    constexpr int H = 8 / kLanes;
+    Lanes acc[H] = {};
+    for (int i = k / 8 * 8; i < ld; i += 8)
+      for (int h = 0; h < H; ++h) {
+        const Lanes r = reflector_rows(xk, k, d, i + h * kLanes);
+        store(v + i + h * kLanes, r);
+        acc[h] = fmadd(r, r, acc[h]);
+      }
+    const double norm = std::sqrt(sum8(acc)), x0 = xk[0];
+    // Without branches: x0's sign is a coin toss, and a mispredicted
+    // branch costs as much as the rest of this.
+    v[k] += std::copysign(norm, x0);
     tau[k & 3] = 1.0 / (norm * (norm + std::abs(x0)));
-    col(k)[k] = x0 < 0 ? 1.0 : -1.0;  // D_kk
-    negative ^= x0 < 0;
+    col(k)[k] = -std::copysign(1.0, x0);  // D_kk
+    negative ^= std::copysign(1.0, x0) < 0;
     return v;
   };
-  auto tau_of = [&](int k) { return k < 0 ? 0.0 : tau[k & 3]; };
-  col(d - 1)[d - 1] = negative ? -1.0 : 1.0;
-  // Backward accumulation two reflectors at a time: M <- H_q H_p M, q = p - 1.
-  // Before it, M = diag(D_0..D_p, H_{p+1} ... D), so only columns and rows
-  // from q change; a column that joins the passes here is still D_cc e_c.
+  auto tau_of = [&](int k) { return tau[k < 0 ? 4 : k & 3]; };
+  // M <- M H_p H_q, q = p - 1, from M = D: before it, M = diag(D_0..D_p) and
+  // the block H_{p+1} ... from p + 1 on, so only rows and columns from q
+  // change. The sums M u, M v a pass needs cover its columns from q, of
+  // which q and p join here, still D_cc e_c: the first pass's are those
+  // columns' terms, and each pass sums them for the next (haar_draw sets
+  // them: u_c D_c is the same sum, for the joining columns' other terms are
+  // zeros).
   const double* u = make(d - 2);
   const double* v = make(d - 3);
-  int c_joined = d;  // the lowest column the passes have covered
+  for (int c = std::max(d - 3, 0); c < d; ++c) {
+    const double Dc = col(c)[c];
+    y[0][c] = u[c] * Dc;
+    y[1][c] = v[c] * Dc;
+  }
   for (int p = d - 2; p >= 0; p -= 2) {
-    const int q = p - 1, groups = (d - std::max(q, 0) + kGroup - 1) / kGroup, c0 = d - groups * kGroup;
-    for (int c = c0; c < c_joined; ++c) {
-      const double Dc = c >= 0 ? col(c)[c] : 0.0;
-      alpha[c] = c >= 0 ? u[c] * Dc : 0.0;
-      beta[c] = c >= 0 ? v[c] * Dc : 0.0;
+    const int q = p - 1, lo = std::max(q, 0), lo_next = std::max(q - 2, 0);
+    const double tp = tau_of(p), tq = tau_of(q);
+    const double *un = make(p - 2), *vn = make(p - 3);
+    const double vu = q < 0 ? 0.0 : dot8(v, u, p / 8 * 8, ld);
+    for (int r = lo_next / kLanes * kLanes; r < ld;) {
+      const int g = chunks_at_once((ld - r) / kLanes);
+      auto pass = [&]<int G>() {
+        reflect_rows<G>(u, v, un, vn, y[0] + r, y[1] + r, lanes(tp), lanes(tq), lanes(vu), M + r, ld, lo_next, lo,
+                        d, y[2] + r, y[3] + r);
+      };
+      if (g == 1) pass.template operator()<1>();
+      if (g == 2) pass.template operator()<2>();
+      if constexpr (kMaxChunks >= 4) {
+        if (g == 3) pass.template operator()<3>();
+        if (g == 4) pass.template operator()<4>();
+      }
+      r += g * kLanes;
     }
-    c_joined = c0;
-    const double* un = make(p - 2);
-    const double* vn = make(p - 3);
-    // H_q H_p x = x - a u - b v, a = tau_p (u . x), b = tau_q (v . x - (v . u) a).
-    const int p0 = std::max(p, 0) / kLanes * kLanes;
-    const double vu = dot(v + p0, u + p0, ld - p0), tp = tau_of(p), tq = tau_of(q);
-    for (int c = c0; c < d; ++c) {
-      a[c] = tp * alpha[c];
-      b[c] = tq * (beta[c] - vu * a[c]);
-    }
-    const int r0 = std::max(c0, 0) / kLanes * kLanes;
-    for (int c = c0; c < d; c += kGroup)
-      reflect_pair(u + r0, v + r0, a + c, b + c, un + r0, vn + r0, col(c) + r0, ld, ld - r0, alpha + c, beta + c);
     u = un, v = vn;
+    std::swap(y[0], y[2]);
+    std::swap(y[1], y[3]);
   }
   if (!in_place)
     for (int c = 0; c < d; ++c) std::copy_n(col(c), d, Q.col(c).data());

@@ -219,40 +219,90 @@ ROUTELAB_HOST_DEVICE inline bool determinant_positive(M A0, W A, int d) {
   return !negative;
 }
 
-// Haar on O(d) or SO(d) (sampler S1, Stewart 1980), as groups/haar.cpp's
-// haar_sample computes it (there two reflections a pass, in whole vectors):
-// d(d+1)/2 normals, x_k the d - k of them from offset k(2d - k + 1)/2;
-// Q = H_0 ... H_{d-2} D by backward accumulation, H_k the reflection of
-// coordinates k..d-1 taking x_k to -sign(x_k0)|x_k| e_k, D_kk = -sign(x_k0)
-// and D_{d-1,d-1} the sign of the last normal; on SO(d), column 0 negated
-// when det Q = prod_k sign(x_k0) < 0. `work` holds d^2 + d doubles.
-// Used by the GPU; the same words in the same order, so the same matrix up
-// to rounding.
+// The order of every sum in a Haar draw: eight partial sums, element i
+// (of rows [from, to)) fused into partial i mod 8 in increasing i, then added
+// pairwise (0+4 .. 3+7, 0+2, 1+3, 0+1). haar_sample's vector dots keep it
+// with four or eight lanes alike, so its bytes do not depend on the ISA.
+template <class A, class B>
+ROUTELAB_HOST_DEVICE inline double haar_dot(A a, B b, int from, int to) {
+  double t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int i = from; i < to; ++i) t[i & 7] = ::fma(a[i], b[i], t[i & 7]);
+  for (int w = 4; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) t[i] += t[i + w];
+  return t[0];
+}
+
+// Sampler S1 (docs/theory.md#sampler-haar): d(d+1)/2 normals, x_k the d - k
+// of them from offset k(2d - k + 1)/2; Q = D H_{d-2} ... H_0, the transpose
+// of Stewart's product, H_k the reflection of coordinates k..d-1 taking x_k
+// to -sign(x_k0)|x_k| e_k, D_kk = -sign(x_k0) and D_{d-1,d-1} the sign of
+// the last normal; on SO(d), column 0 negated when det Q = prod_k sign(x_k0)
+// < 0. `work` holds d^2 + 2d doubles.
+//
+// Q is accumulated from the right, two reflections at a time: with p = k,
+// q = k - 1 and M = D H_{d-2} ... H_{p+1}, M H_p H_q = M - Ya u^T - Yb v^T
+// for Ya = tau_p M u and Yb = tau_q (M v - (v . u) Ya), and M u, M v for the
+// next pair are sums over M's new columns, row by row. This is haar_sample's
+// arithmetic operation for operation (every multiply-add fused), so on the
+// host it gives haar_sample's bytes; on the GPU, the same from its normals.
 template <class V>
 ROUTELAB_HOST_DEVICE ROUTELAB_OUT_OF_LINE inline void haar_draw(Stream& s, int d, bool special, V Q, V work) {
   const int packed = d * (d + 1) / 2;
   for (int e = 0; e < packed; ++e) work[e] = s.normal();
   const int64_t dd = int64_t(d) * d;
   for (int64_t e = 0; e < dd; ++e) Q[e] = 0;
-  bool negative = work[packed - 1] < 0;
+  V y0 = offset(work, packed), y1 = offset(work, packed + d);  // M u, M v, then Ya, Yb
+  for (int r = 0; r < 2 * d; ++r) y0[r] = 0;
+  bool negative = ::copysign(1.0, work[packed - 1]) < 0;
   Q[dd - 1] = negative ? -1.0 : 1.0;
-  for (int k = d - 2; k >= 0; --k) {
-    const int n = d - k;
-    V v = offset(work, k * (2 * d - k + 1) / 2);
-    double n2 = 0;
-    for (int i = 0; i < n; ++i) n2 += v[i] * v[i];
-    const double norm = ::sqrt(n2), x0 = v[0];
-    negative = negative != (x0 < 0);
-    v[0] += x0 < 0 ? -norm : norm;  // x_k becomes the reflector v in place
-    const double tau = 1.0 / (norm * (norm + ::fabs(x0)));
-    Q[int64_t(k) * d + k] = x0 < 0 ? 1.0 : -1.0;
-    // Q = diag(D_0..D_k, H_{k+1} ... D) here: H_k touches rows, columns k..
-    for (int c = k; c < d; ++c) {
-      V col = offset(Q, c * d + k);
-      double dot = 0;
-      for (int i = 0; i < n; ++i) dot += v[i] * col[i];
-      const double f = tau * dot;
-      for (int i = 0; i < n; ++i) col[i] -= f * v[i];
+  double tau[2] = {0, 0};
+  // Reflector k: x_k made v = x_k + sign(x_k0)|x_k| e_k in place, read by
+  // row (0 outside rows k..d-1); tau = 2 / |v|^2 = 1 / (|x_k| (|x_k| + |x_k0|)).
+  auto reflector = [&](int k) { return offset(work, k < 0 ? 0 : k * (2 * d - k - 1) / 2); };
+  auto at = [&](int k, int i) { return k < 0 || i < k ? 0.0 : reflector(k)[i]; };
+  auto make = [&](int k) {
+    if (k < 0) return;
+    V v = reflector(k);
+    const double norm = ::sqrt(haar_dot(v, v, k, d)), x0 = v[k];
+    negative = negative != (::copysign(1.0, x0) < 0);
+    v[k] += ::copysign(norm, x0);
+    tau[k & 1] = 1.0 / (norm * (norm + ::fabs(x0)));
+    Q[int64_t(k) * d + k] = -::copysign(1.0, x0);
+  };
+  make(d - 2);
+  make(d - 3);
+  int joined = d;  // the lowest column the passes have covered
+  for (int p = d - 2; p >= 0; p -= 2) {
+    const int q = p - 1, lo = q < 0 ? 0 : q;
+    const double tp = tau[p & 1], tq = q < 0 ? 0.0 : tau[q & 1];
+    // Columns lo.. that join here are still D_cc e_c.
+    for (int c = lo; c < joined; ++c) {
+      const double Dc = Q[int64_t(c) * d + c];
+      y0[c] = at(p, c) * Dc;
+      y1[c] = at(q, c) * Dc;
+    }
+    joined = lo;
+    make(p - 2);
+    make(p - 3);
+    const double vu = q < 0 ? 0.0 : haar_dot(reflector(q), reflector(p), p, d);
+    for (int r = lo; r < d; ++r) {
+      y0[r] = tp * y0[r];
+      y1[r] = tq * ::fma(-vu, y0[r], y1[r]);
+    }
+    for (int j = lo; j < d; ++j)
+      for (int r = lo; r < d; ++r) {
+        double& m = Q[int64_t(j) * d + r];
+        m = ::fma(-at(q, j), y1[r], ::fma(-at(p, j), y0[r], m));
+      }
+    for (int r = lo; r < d; ++r) {
+      double su = 0, sv = 0;
+      for (int j = lo; j < d; ++j) {
+        const double m = Q[int64_t(j) * d + r];
+        su = ::fma(at(p - 2, j), m, su);
+        sv = ::fma(at(p - 3, j), m, sv);
+      }
+      y0[r] = su;
+      y1[r] = sv;
     }
   }
   if (special && negative)
@@ -369,7 +419,7 @@ struct StepKernel {
   const double* table = nullptr;
   int table_size = 0;
   // Doubles of one drawn step with its workspace (haar, fisher: the matrix,
-  // then d^2 + d for the draw, whose last d the apply reuses; lieball, heat:
+  // then d^2 + 2d for the draw, whose last d the apply reuses; lieball, heat:
   // the matrix, then the draw's workspace, whose first d the apply reuses).
   int step_size() const {
     const int dd = d * d;
@@ -379,7 +429,7 @@ struct StepKernel {
       case KernelFamily::householder:
       case KernelFamily::axis3: return d;
       case KernelFamily::haar:
-      case KernelFamily::fisher: return 2 * dd + d;
+      case KernelFamily::fisher: return 2 * dd + 2 * d;
       case KernelFamily::nonnormal: return 1;
       case KernelFamily::skewexp: return 1 + d;
       case KernelFamily::lieball: return dd + kLieBallWork * dd;

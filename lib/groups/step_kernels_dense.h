@@ -119,7 +119,7 @@ ROUTELAB_HOST_DEVICE inline void fisher_so2_draw(Stream& s, double kappa, V Q) {
 }
 
 // Q (d x d); d >= 3: Haar on SO(d) accepted with probability
-// exp(kappa (tr Q - d)), work d^2 + d (haar_draw's).
+// exp(kappa (tr Q - d)), work d^2 + 2d (haar_draw's).
 template <class V>
 ROUTELAB_HOST_DEVICE ROUTELAB_OUT_OF_LINE inline void fisher_draw(Stream& s, int d, double kappa, V Q, V work) {
   if (d == 2) {
