@@ -234,8 +234,8 @@ struct W5 {
     }
     return sum;
   }
-  // Stewart's product of reflections (haar_sample): d(d+1)/2 normals and
-  // the backward accumulation of d - 1 reflections, sum_n 2 n^2 ~ (2/3) d^3
+  // Stewart's product of reflections, transposed (haar_sample): d(d+1)/2
+  // normals and the accumulation of d - 1 reflections, sum_n 2 n^2 ~ (2/3) d^3
   // FMAs. (A QR of d^2 normals takes twice both: (4/3) d^3 FMAs.)
   double floor(const Rates& r) const {
     const double dd = d;
