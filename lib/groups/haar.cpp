@@ -50,24 +50,16 @@ inline Lanes lanes(double x) {
 
 // a b + c and c - a b, fused whenever the target has FMA, as haar_draw's
 // ::fma is; left to the compiler, whether each is fused would be its choice.
-inline Lanes fmadd(Lanes a, Lanes b, Lanes c) {
 #if defined(__AVX512F__)
-  return _mm512_fmadd_pd(a, b, c);
+inline Lanes fmadd(Lanes a, Lanes b, Lanes c) { return _mm512_fmadd_pd(a, b, c); }
+inline Lanes fnmadd(Lanes a, Lanes b, Lanes c) { return _mm512_fnmadd_pd(a, b, c); }
 #elif defined(__FMA__)
-  return _mm256_fmadd_pd(a, b, c);
+inline Lanes fmadd(Lanes a, Lanes b, Lanes c) { return _mm256_fmadd_pd(a, b, c); }
+inline Lanes fnmadd(Lanes a, Lanes b, Lanes c) { return _mm256_fnmadd_pd(a, b, c); }
 #else
-  return a * b + c;
+inline Lanes fmadd(Lanes a, Lanes b, Lanes c) { return a * b + c; }
+inline Lanes fnmadd(Lanes a, Lanes b, Lanes c) { return c - a * b; }
 #endif
-}
-inline Lanes fnmadd(Lanes a, Lanes b, Lanes c) {
-#if defined(__AVX512F__)
-  return _mm512_fnmadd_pd(a, b, c);
-#elif defined(__FMA__)
-  return _mm256_fnmadd_pd(a, b, c);
-#else
-  return c - a * b;
-#endif
-}
 
 // Eight partial sums, 8 / kLanes vectors of them, added in haar_dot's order.
 inline double sum8(const Lanes* acc) {
