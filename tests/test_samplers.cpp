@@ -126,7 +126,7 @@ TEST(Samplers, HaarSampleHasHaarDrawsBytes) {
   GTEST_SKIP() << "built without FMA: haar_sample's products are not fused, haar_draw's ::fma are";
 #endif
   for (int d : {1, 2, 3, 4, 7, 8, 9, 16, 17, 31, 40, 64, 65, 100}) {
-    std::vector<double> step(std::size_t(d) * d + std::size_t(d) * d + 2 * d);
+    std::vector<double> step(StepKernel{.family = KernelFamily::haar, .d = d}.step_size());
     for (bool special : {false, true})
       for (int i = 0; i < 10; ++i) {
         Stream s(31, i), t(31, i);
@@ -139,7 +139,7 @@ TEST(Samplers, HaarSampleHasHaarDrawsBytes) {
   // Planted: the same draw through Stewart's product, not its transpose, is
   // not these bytes.
   Stream s(31, 0), t(31, 0);
-  std::vector<double> x(15), step(2 * 25 + 10);
+  std::vector<double> x(15), step(StepKernel{.family = KernelFamily::haar, .d = 5}.step_size());
   haar_draw(t, 5, false, step.data(), step.data() + 25);
   s.normals(x.data(), x.size());
   EXPECT_NE(stewart_reference(x, 5, false), Eigen::Map<const Mat>(step.data(), 5, 5));

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 #if defined(__AVX__)
 #include <immintrin.h>
@@ -180,17 +179,10 @@ Mat haar_sample(Stream& s, int d, bool special) {
     if (k < 0) return R + 4 * ld;
     double* v = R + std::ptrdiff_t(k & 3) * ld;
     const double* xk = x + std::size_t(k) * (2 * d - k + 1) / 2;  // after d + (d-1) + ... + (d-k+1)
-    // Copied in whole vectors and squared on the way, in dot8's order: a
-    // copy's narrower stores, read back at once as vectors, would stall.
-    constexpr int H = 8 / kLanes;
-    Lanes acc[H] = {};
-    for (int i = k / 8 * 8; i < ld; i += 8)
-      for (int h = 0; h < H; ++h) {
-        const Lanes r = reflector_rows(xk, k, d, i + h * kLanes);
-        store(v + i + h * kLanes, r);
-        acc[h] = fmadd(r, r, acc[h]);
-      }
-    const double norm = std::sqrt(sum8(acc)), x0 = xk[0];
+    // Copied in whole vectors: a copy's narrower stores, read back at once
+    // by dot8's vector loads, would stall them.
+    for (int i = k / 8 * 8; i < ld; i += kLanes) store(v + i, reflector_rows(xk, k, d, i));
+    const double norm = std::sqrt(dot8(v, v, k / 8 * 8, ld)), x0 = xk[0];
     // Without branches: x0's sign is a coin toss, and a mispredicted
     // branch costs as much as the rest of this.
     v[k] += std::copysign(norm, x0);
@@ -204,9 +196,7 @@ Mat haar_sample(Stream& s, int d, bool special) {
   // the block H_{p+1} ... from p + 1 on, so only rows and columns from q
   // change. The sums M u, M v a pass needs cover its columns from q, of
   // which q and p join here, still D_cc e_c: the first pass's are those
-  // columns' terms, and each pass sums them for the next (haar_draw sets
-  // them: u_c D_c is the same sum, for the joining columns' other terms are
-  // zeros).
+  // columns' terms, and each pass sums them for the next.
   const double* u = make(d - 2);
   const double* v = make(d - 3);
   for (int c = std::max(d - 3, 0); c < d; ++c) {
@@ -225,11 +215,11 @@ Mat haar_sample(Stream& s, int d, bool special) {
         reflect_rows<G>(u, v, un, vn, y[0] + r, y[1] + r, lanes(tp), lanes(tq), lanes(vu), M + r, ld, lo_next, lo,
                         d, y[2] + r, y[3] + r);
       };
-      if (g == 1) pass.template operator()<1>();
-      if (g == 2) pass.template operator()<2>();
-      if constexpr (kMaxChunks >= 4) {
-        if (g == 3) pass.template operator()<3>();
-        if (g == 4) pass.template operator()<4>();
+      switch (g) {  // at most kMaxChunks
+        case 1: pass.template operator()<1>(); break;
+        case 2: pass.template operator()<2>(); break;
+        case 3: pass.template operator()<3>(); break;
+        default: pass.template operator()<4>(); break;
       }
       r += g * kLanes;
     }

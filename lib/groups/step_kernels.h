@@ -271,17 +271,17 @@ ROUTELAB_HOST_DEVICE ROUTELAB_OUT_OF_LINE inline void haar_draw(Stream& s, int d
   };
   make(d - 2);
   make(d - 3);
-  int joined = d;  // the lowest column the passes have covered
+  // The first pass's M u, M v: its columns are still D_cc e_c. Each pass
+  // then sums them for the next over the next one's columns, two of which
+  // (still D_cc e_c) it reads but does not change.
+  for (int c = d - 3 < 0 ? 0 : d - 3; c < d; ++c) {
+    const double Dc = Q[int64_t(c) * d + c];
+    y0[c] = at(d - 2, c) * Dc;
+    y1[c] = at(d - 3, c) * Dc;
+  }
   for (int p = d - 2; p >= 0; p -= 2) {
-    const int q = p - 1, lo = q < 0 ? 0 : q;
+    const int q = p - 1, lo = q < 0 ? 0 : q, lo_next = q - 2 < 0 ? 0 : q - 2;
     const double tp = tau[p & 1], tq = q < 0 ? 0.0 : tau[q & 1];
-    // Columns lo.. that join here are still D_cc e_c.
-    for (int c = lo; c < joined; ++c) {
-      const double Dc = Q[int64_t(c) * d + c];
-      y0[c] = at(p, c) * Dc;
-      y1[c] = at(q, c) * Dc;
-    }
-    joined = lo;
     make(p - 2);
     make(p - 3);
     const double vu = q < 0 ? 0.0 : haar_dot(reflector(q), reflector(p), p, d);
@@ -294,9 +294,9 @@ ROUTELAB_HOST_DEVICE ROUTELAB_OUT_OF_LINE inline void haar_draw(Stream& s, int d
         double& m = Q[int64_t(j) * d + r];
         m = ::fma(-at(q, j), y1[r], ::fma(-at(p, j), y0[r], m));
       }
-    for (int r = lo; r < d; ++r) {
+    for (int r = lo_next; r < d; ++r) {
       double su = 0, sv = 0;
-      for (int j = lo; j < d; ++j) {
+      for (int j = lo_next; j < d; ++j) {
         const double m = Q[int64_t(j) * d + r];
         su = ::fma(at(p - 2, j), m, su);
         sv = ::fma(at(p - 3, j), m, sv);
