@@ -61,7 +61,7 @@ void householder_walk_matrix_wy(const Householder& law, Stream& s, Mat& P, int n
     panel::gemm<Op::set>(buf.Z.data(), dp, Q, lq, V, 1, d, dp, b, d);  // Z = Q V
     buf.Y.resize(dp, b);
     panel::gemm<Op::set, Shape::upper_b>(buf.Y.data(), dp, buf.Z.data(), dp, buf.T.data(), 1, bp, dp, b, b);
-    panel::gemm<Op::sub>(Q, lq, buf.Y.data(), dp, V, d, 1, dp, d, b);  // Q -= Y V^T
+    panel::gemm<Op::sub, Shape::full, panel::kShortOrder>(Q, lq, buf.Y.data(), dp, V, d, 1, dp, d, b);  // Q -= Y V^T
   }
   P = buf.Q.topRows(d).transpose();
 }
