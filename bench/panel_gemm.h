@@ -43,9 +43,10 @@ constexpr const char* kPath = "avx2";
 constexpr int kLanes = 4;
 ROUTELAB_PANEL_VECTOR(256)
 // 12 accumulators, 3 vectors of A and a broadcast: all 16 registers, so no
-// A vector is read from memory twice. 4 x 3 (one A vector an operand of each
-// FMA) ran W6's products at 84% and 67% of the FMA peak on a Zen 4, 3 x 4
-// at 99% and 80%.
+// A vector is read from memory twice. Timed alone (a loop of each, Zen 4),
+// W6's Z = Q V and Q -= Y V^T ran at 84% and 67% of the FMA peak with 4 x 3
+// (one A vector an operand of each FMA) and at 99% and 80% with 3 x 4;
+// inside W6 itself the two shapes were level.
 constexpr int kTileRows = 3, kTileCols = 4;
 #else
 constexpr const char* kPath = "scalar";
@@ -99,8 +100,9 @@ enum class Shape {
 // while its few rows of B stay in L1, for a short k, where C's traffic
 // outweighs A's. kShortOrder is the one a short k runs faster with: with
 // AVX-512 on a Zen 4, W6's Q -= Y V^T (k = 32) took 1.03 of Z = Q V's time
-// with columns outside and 1.16-1.21 with rows outside; with AVX2, 1.34-1.41
-// and 1.33-1.37 (rdtsc around each product, three runs each).
+// with columns outside and 1.16-1.21 with rows outside; with AVX2 (4 x 3
+// tiles), 1.34-1.41 and 1.33-1.37 (rdtsc around each product, three runs
+// each).
 enum class Order { rows_outside, columns_outside };
 constexpr Order kShortOrder = kLanes == 8 ? Order::columns_outside : Order::rows_outside;
 
