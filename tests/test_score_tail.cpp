@@ -158,7 +158,9 @@ TEST(ScoreTail, SameRowsAtOneAndTwoThreads) {
 // The batched phase kernel behind score-tail (eight walks a register, each
 // lane its own Philox stream) gives every walk what so2_mean_cos_at gives it
 // alone, bit for bit: B a multiple of eight (the interleaved path), even but
-// not (one block at a time), odd (blocks straddling steps), drifts that need
+// not (one block at a time), odd (blocks straddling steps), 43 = 32 + 8 + 3
+// (the single walk's phases in four registers, in one, then one at a time,
+// groups/so2_phases.cpp), drifts that need
 // the increment wrapped, a last group of fewer than eight walks, lengths
 // across the 64-step batches, and stream ids crossing a 32-bit word.
 TEST(ScoreTail, BatchedWalksEqualSingleWalksBitForBit) {
@@ -169,7 +171,7 @@ TEST(ScoreTail, BatchedWalksEqualSingleWalksBitForBit) {
   const std::vector<long long> ns = {1, 10, 63, 64, 65, 130};
   So2WalkScratch batch_buf, walk_buf;
   for (const Case& k : {Case{32, 1.0, 0.0}, Case{32, 0.5, 0.1}, Case{8, 3.0, 2.5}, Case{6, 1.0, -0.3},
-                        Case{5, 1.0, 0.0}}) {
+                        Case{5, 1.0, 0.0}, Case{43, 0.8, 0.2}}) {
     std::vector<double> widths(k.B);
     for (int b = 0; b < k.B; ++b) widths[b] = k.a * std::pow(0.7, b);
     const So2Blocks law(2 * k.B, widths, k.omega);

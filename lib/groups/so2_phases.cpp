@@ -22,6 +22,41 @@ bool increments_can_exceed_pi(const So2Blocks& law) {
   return false;
 }
 
+#if defined(__AVX512F__)
+inline __m512d wrap_phase8(__m512d x) {  // wrap_phase, eight at a time
+  const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(kInvTwoPi)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm512_fnmadd_pd(k, _mm512_set1_pd(kTwoPiLo), _mm512_fnmadd_pd(k, _mm512_set1_pd(kTwoPiHi), x));
+}
+
+// phase_batches' steps for blocks [b0, b0 + 8 V), the phases held in V
+// registers from step to step: kept in memory, each step's update waited on
+// the last one's store as well as on its own arithmetic. The same operations
+// as the loops below, so the same bits.
+template <int V>
+inline void phase_rows8(const double* u, double* th, double* theta, const double* lo, const double* width,
+                        double omega, bool big, int m, int B, int b0) {
+  __m512d t[V], l[V], w[V];
+  for (int v = 0; v < V; ++v) {
+    t[v] = _mm512_loadu_pd(theta + b0 + 8 * v);
+    l[v] = _mm512_loadu_pd(lo + b0 + 8 * v);
+    w[v] = _mm512_loadu_pd(width + b0 + 8 * v);
+  }
+  const __m512d om = _mm512_set1_pd(omega);
+  for (int step = 0; step < m; ++step) {
+    const double* ut = u + std::size_t(step) * B + b0;
+    double* tht = th + std::size_t(step) * B + b0;
+    for (int v = 0; v < V; ++v) {
+      __m512d psi = _mm512_add_pd(om, _mm512_fmadd_pd(w[v], _mm512_loadu_pd(ut + 8 * v), l[v]));
+      if (big) psi = wrap_phase8(psi);
+      t[v] = wrap_phase8(_mm512_add_pd(t[v], psi));
+      _mm512_storeu_pd(tht + 8 * v, t[v]);
+    }
+  }
+  for (int v = 0; v < V; ++v) _mm512_storeu_pd(theta + b0 + 8 * v, t[v]);
+}
+#endif
+
 // The phase recursion, kSteps steps at a time: after each batch of m steps
 // starting at step t0, record(t0, m, th) sees the batch's phase rows.
 template <class Record>
@@ -43,17 +78,22 @@ void phase_batches(const So2Blocks& law, Stream& s, long long n, double* theta, 
   for (long long t0 = 0; t0 < n; t0 += kSteps) {
     const int m = int(std::min<long long>(kSteps, n - t0));
     s.uniforms(u, std::size_t(m) * B);
-    for (int t = 0; t < m; ++t) {
+    int b_done = 0;  // blocks whose m steps are made
+#if defined(__AVX512F__)
+    for (; b_done + 32 <= B; b_done += 32) phase_rows8<4>(u, th, theta, lo, width, omega, big, m, B, b_done);
+    for (; b_done + 8 <= B; b_done += 8) phase_rows8<1>(u, th, theta, lo, width, omega, big, m, B, b_done);
+#endif
+    for (int t = 0; t < m && b_done < B; ++t) {
       const double* ut = u + std::size_t(t) * B;
       double* tht = th + std::size_t(t) * B;
       if (big) {
-        for (int b = 0; b < B; ++b) {
+        for (int b = b_done; b < B; ++b) {
           const double psi = wrap_phase(omega + (lo[b] + width[b] * ut[b]));
           theta[b] = wrap_phase(theta[b] + psi);
           tht[b] = theta[b];
         }
       } else {
-        for (int b = 0; b < B; ++b) {
+        for (int b = b_done; b < B; ++b) {
           const double psi = omega + (lo[b] + width[b] * ut[b]);
           theta[b] = wrap_phase(theta[b] + psi);
           tht[b] = theta[b];
@@ -88,11 +128,6 @@ void so2_mean_cos_at(const So2Blocks& law, Stream& s, const long long* ns, int c
 namespace {
 
 #if defined(__AVX512F__)
-inline __m512d wrap_phase8(__m512d x) {  // wrap_phase, eight at a time
-  const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(kInvTwoPi)),
-                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  return _mm512_fnmadd_pd(k, _mm512_set1_pd(kTwoPiLo), _mm512_fnmadd_pd(k, _mm512_set1_pd(kTwoPiHi), x));
-}
 
 // How phase_batches forms an increment: lo + width u (one fused
 // multiply-add in GCC's code), plus omega unless it is zero (adding +0 to
