@@ -29,13 +29,34 @@ inline __m512d wrap_phase8(__m512d x) {  // wrap_phase, eight at a time
   return _mm512_fnmadd_pd(k, _mm512_set1_pd(kTwoPiLo), _mm512_fnmadd_pd(k, _mm512_set1_pd(kTwoPiHi), x));
 }
 
+// How phase_batches forms an increment: lo + width u (one fused
+// multiply-add in GCC's code), plus omega unless it is zero (adding +0 to
+// that sum, never -0, changes nothing), wrapped first when it can exceed pi.
+enum class Increment { no_drift, drift, wrapped };
+
+Increment increment_of(const So2Blocks& law) {
+  return increments_can_exceed_pi(law) ? Increment::wrapped
+         : law.omega() != 0            ? Increment::drift
+                                       : Increment::no_drift;
+}
+
+// Phases theta after one step by increments lo + width u (+ omega, wrapped
+// as kInc says): phase_batches' update, eight phases at a time, so the
+// same bits.
+template <Increment kInc>
+inline __m512d phase_update8(__m512d theta, __m512d lo, __m512d width, __m512d omega, __m512d u) {
+  __m512d psi = _mm512_fmadd_pd(width, u, lo);
+  if (kInc != Increment::no_drift) psi = _mm512_add_pd(omega, psi);
+  if (kInc == Increment::wrapped) psi = wrap_phase8(psi);
+  return wrap_phase8(_mm512_add_pd(theta, psi));
+}
+
 // phase_batches' steps for blocks [b0, b0 + 8 V), the phases held in V
 // registers from step to step: kept in memory, each step's update waited on
-// the last one's store as well as on its own arithmetic. The same operations
-// as the loops below, so the same bits.
-template <int V>
+// the last one's store as well as on its own arithmetic.
+template <Increment kInc, int V>
 inline void phase_rows8(const double* u, double* th, double* theta, const double* lo, const double* width,
-                        double omega, bool big, int m, int B, int b0) {
+                        double omega, int m, int B, int b0) {
   __m512d t[V], l[V], w[V];
   for (int v = 0; v < V; ++v) {
     t[v] = _mm512_loadu_pd(theta + b0 + 8 * v);
@@ -47,13 +68,22 @@ inline void phase_rows8(const double* u, double* th, double* theta, const double
     const double* ut = u + std::size_t(step) * B + b0;
     double* tht = th + std::size_t(step) * B + b0;
     for (int v = 0; v < V; ++v) {
-      __m512d psi = _mm512_add_pd(om, _mm512_fmadd_pd(w[v], _mm512_loadu_pd(ut + 8 * v), l[v]));
-      if (big) psi = wrap_phase8(psi);
-      t[v] = wrap_phase8(_mm512_add_pd(t[v], psi));
+      t[v] = phase_update8<kInc>(t[v], l[v], w[v], om, _mm512_loadu_pd(ut + 8 * v));
       _mm512_storeu_pd(tht + 8 * v, t[v]);
     }
   }
   for (int v = 0; v < V; ++v) _mm512_storeu_pd(theta + b0 + 8 * v, t[v]);
+}
+
+// phase_rows8 over the whole registers' worth of blocks, 32 and then 8 at a
+// time; returns how many blocks it made (the rest are phase_batches' own).
+template <Increment kInc>
+int phase_rows8_all(const double* u, double* th, double* theta, const double* lo, const double* width, double omega,
+                    int m, int B) {
+  int b = 0;
+  for (; b + 32 <= B; b += 32) phase_rows8<kInc, 4>(u, th, theta, lo, width, omega, m, B, b);
+  for (; b + 8 <= B; b += 8) phase_rows8<kInc, 1>(u, th, theta, lo, width, omega, m, B, b);
+  return b;
 }
 #endif
 
@@ -69,6 +99,9 @@ void phase_batches(const So2Blocks& law, Stream& s, long long n, double* theta, 
   buf.lo.resize(B), buf.width.resize(B), buf.u.resize(std::size_t(kSteps) * B), buf.th.resize(std::size_t(kSteps) * B);
   double *lo = buf.lo.data(), *width = buf.width.data(), *u = buf.u.data(), *th = buf.th.data();
   const bool big = increments_can_exceed_pi(law);
+#if defined(__AVX512F__)
+  const Increment inc = increment_of(law);
+#endif
   for (int b = 0; b < B; ++b) {
     const double a = law.half_widths()[b];
     lo[b] = -a;
@@ -80,8 +113,11 @@ void phase_batches(const So2Blocks& law, Stream& s, long long n, double* theta, 
     s.uniforms(u, std::size_t(m) * B);
     int b_done = 0;  // blocks whose m steps are made
 #if defined(__AVX512F__)
-    for (; b_done + 32 <= B; b_done += 32) phase_rows8<4>(u, th, theta, lo, width, omega, big, m, B, b_done);
-    for (; b_done + 8 <= B; b_done += 8) phase_rows8<1>(u, th, theta, lo, width, omega, big, m, B, b_done);
+    switch (inc) {
+      case Increment::no_drift: b_done = phase_rows8_all<Increment::no_drift>(u, th, theta, lo, width, omega, m, B); break;
+      case Increment::drift: b_done = phase_rows8_all<Increment::drift>(u, th, theta, lo, width, omega, m, B); break;
+      case Increment::wrapped: b_done = phase_rows8_all<Increment::wrapped>(u, th, theta, lo, width, omega, m, B); break;
+    }
 #endif
     for (int t = 0; t < m && b_done < B; ++t) {
       const double* ut = u + std::size_t(t) * B;
@@ -129,20 +165,13 @@ namespace {
 
 #if defined(__AVX512F__)
 
-// How phase_batches forms an increment: lo + width u (one fused
-// multiply-add in GCC's code), plus omega unless it is zero (adding +0 to
-// that sum, never -0, changes nothing), wrapped first when it can exceed pi.
-enum class Increment { no_drift, drift, wrapped };
-
 // phase_batches' update of phase b by uniform u = 2^53 u01 and width2 = 2^-53
 // width: width2 u = width u01 exactly, so the fused multiply-add, and every
 // phase after it, is the single-walk one.
 template <Increment kInc>
 inline void phase_step8(double* th, double lo, double width2, double omega, __m512d u) {
-  __m512d psi = _mm512_fmadd_pd(_mm512_set1_pd(width2), u, _mm512_set1_pd(lo));
-  if (kInc != Increment::no_drift) psi = _mm512_add_pd(_mm512_set1_pd(omega), psi);
-  if (kInc == Increment::wrapped) psi = wrap_phase8(psi);
-  _mm512_storeu_pd(th, wrap_phase8(_mm512_add_pd(_mm512_loadu_pd(th), psi)));
+  _mm512_storeu_pd(th, phase_update8<kInc>(_mm512_loadu_pd(th), _mm512_set1_pd(lo), _mm512_set1_pd(width2),
+                                           _mm512_set1_pd(omega), u));
 }
 
 // Blocks a lane's Philox rounds interleave (a step of B = 32 phases is 16).
@@ -207,9 +236,7 @@ void so2_mean_cos_at_walks(const So2Blocks& law, uint64_t seed, uint64_t stream0
     buf.width[b] = (a - (-a)) * 0x1.0p-53;
     exact &= buf.width[b] * 0x1.0p53 == a - (-a);  // not subnormal
   }
-  const Increment inc = increments_can_exceed_pi(law) ? Increment::wrapped
-                        : law.omega() != 0             ? Increment::drift
-                                                       : Increment::no_drift;
+  const Increment inc = increment_of(law);
   for (long long w = 0; w < walks && exact; w += 8) {
     const PhiloxLanes gen(seed, stream0 + uint64_t(w));
     const int lanes = int(std::min<long long>(8, walks - w));
