@@ -14,6 +14,10 @@
 // -march=native.
 #include <cmath>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "base/normal_log.h"
 #include "rng/stream.h"
 
@@ -58,8 +62,8 @@ void u01_from_words(const uint32_t* w, std::size_t n, double* out) {
 
 // Which log (base/normal_log.h; why: docs/rng-kernels.md). With AVX-512DQ
 // box_muller_pair vectorizes as it is (its 64-bit integer conversions need
-// DQ); AVX2 has no such conversions, so its loop converts the words in
-// 31-bit pieces (below); the scalar path keeps glibc's log.
+// DQ); AVX2 has no such conversions, so it runs the pairs written out in
+// intrinsics (box_muller_pairs4, below); the scalar path keeps glibc's log.
 #if defined(__AVX512DQ__)
 #define ROUTELAB_NORMAL_LOG_WIDTH 512
 #define ROUTELAB_NORMAL_LOG "libmvec-avx512"
@@ -72,18 +76,49 @@ void u01_from_words(const uint32_t* w, std::size_t n, double* out) {
 #endif
 
 #if ROUTELAB_NORMAL_LOG_WIDTH == 256
-// box_muller_pair's words made doubles through pieces of at most 31 bits, as
-// AVX2 can convert them: each piece converts exactly and each sum is exact or
-// one rounding of an exact two-term sum, so in whatever order fast-math adds
-// them the values are box_muller_pair's.
-static inline void box_muller_pair_avx2(const uint32_t* w, double& c, double& s) {
-  // ((b1 >> 11) + 1/2) 2^-53 = (2 (b1 >> 11) + 1) 2^-54, b1 = w0 | w1 << 32
-  const double u1 =
-      (double(int32_t(w[1] >> 1)) * 0x1.0p23 + double(int32_t(((w[1] & 1u) << 22) | (w[0] >> 10) | 1u))) * 0x1.0p-54;
-  // m = b2 >> 11: m >> 51 = w3 >> 30 and m mod 2^51 = (w3 mod 2^30) 2^21 + (w2 >> 11)
-  const double y =
-      (double(int32_t(w[3] & 0x3fffffffu)) * 0x1.0p21 + double(int32_t(w[2] >> 11)) + 0.5 - 0x1.0p50) * 0x1.0p-53;
-  box_muller_from(u1, w[3] >> 30, y, [](double u) { return ::log(u); }, c, s);
+// libmvec's 4-wide AVX2 log, called directly (the vector-function ABI's name
+// for log's `simd` variant on ymm registers).
+extern "C" __m256d _ZGVdN4v_log(__m256d);
+
+// Four of box_muller_pair's pairs, written out in AVX2: words w[0..16), the
+// normals out[0..8). AVX2 has no 64-bit integer to double conversion, and
+// the compiler's loop over box_muller_pair (through 31-bit pieces) spent as
+// long rearranging the words as on the log; here a pair's two 64-bit words
+// each fill one lane, and their bits become doubles by exponent tricks, each
+// exact or one rounding of box_muller_pair's exact value, so the normals are
+// bit for bit the loop's.
+static inline void box_muller_pairs4(const uint32_t* w, double* out) {
+  const auto bits = [](int64_t v) { return _mm256_set1_epi64x(v); };
+  const auto dbl = [](__m256i v) { return _mm256_castsi256_pd(v); };
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
+  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 8));
+  const __m256i b1 = _mm256_unpacklo_epi64(lo, hi), b2 = _mm256_unpackhi_epi64(lo, hi);  // pairs 0, 2, 1, 3
+  // u1 = ((b1 >> 11) + 1/2) 2^-53 = f + k 2^-54: f = (b1 >> 12) 2^-52, the
+  // mantissa of 1 + f less 1 (exact), and k = 2 (bit 11) + 1, from the
+  // mantissa of 2^52 + k; the FMA rounds the exact sum once, as (m + 1/2) does.
+  const __m256d f = _mm256_sub_pd(dbl(_mm256_or_si256(_mm256_srli_epi64(b1, 12), bits(0x3FF0000000000000))),
+                                  _mm256_set1_pd(1.0));
+  const __m256d k = _mm256_sub_pd(dbl(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi64(b1, 10), bits(2)),
+                                                      bits(0x4330000000000001))),
+                                  _mm256_set1_pd(0x1.0p52));
+  const __m256d u1 = _mm256_fmadd_pd(k, _mm256_set1_pd(0x1.0p-54), f);
+  // y = ((m mod 2^51) + 1/2 - 2^50) 2^-53, m = b2 >> 11: exact.
+  const __m256d m51 = _mm256_sub_pd(
+      dbl(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi64(b2, 11), bits((int64_t(1) << 51) - 1)),
+                          bits(0x4330000000000000))),
+      _mm256_set1_pd(0x1.0p52));
+  const __m256d y = _mm256_fmadd_pd(m51, _mm256_set1_pd(0x1.0p-53), _mm256_set1_pd((0.5 - 0x1.0p50) * 0x1.0p-53));
+  const __m256d r = _mm256_sqrt_pd(_mm256_mul_pd(_mm256_set1_pd(-2.0), _ZGVdN4v_log(u1)));
+  __m256d sx, cx;
+  box_muller_sincos(_mm256_mul_pd(_mm256_set1_pd(2.0 * M_PI), y), sx, cx);
+  // The quarter turn q = b2 >> 62: q & 2 is b2's sign bit and negates r;
+  // q & 1, moved to the sign bit, swaps (cos, sin) to (-sin, cos).
+  const __m256d sign = _mm256_set1_pd(-0.0), odd = dbl(_mm256_slli_epi64(b2, 1));
+  const __m256d rq = _mm256_xor_pd(r, _mm256_and_pd(dbl(b2), sign));
+  const __m256d c = _mm256_xor_pd(_mm256_mul_pd(rq, _mm256_blendv_pd(cx, sx, odd)), _mm256_and_pd(odd, sign));
+  const __m256d s = _mm256_mul_pd(rq, _mm256_blendv_pd(sx, cx, odd));
+  _mm256_storeu_pd(out, _mm256_unpacklo_pd(c, s));  // pairs 0 and 1
+  _mm256_storeu_pd(out + 4, _mm256_unpackhi_pd(c, s));  // 2 and 3
 }
 #elif ROUTELAB_NORMAL_LOG_WIDTH == 0
 // The same symbol declared without the simd attribute: the compiler cannot
@@ -96,13 +131,13 @@ const char* normal_log_path() { return ROUTELAB_NORMAL_LOG; }
 constexpr int kPairs = kNormalChunk / 2;
 
 __attribute__((noinline)) static void box_muller_chunk(const uint32_t* w, double* out) {
+#if ROUTELAB_NORMAL_LOG_WIDTH == 256
+  for (int p = 0; p < kPairs; p += 4) box_muller_pairs4(w + 4 * p, out + 2 * p);
+#else
   alignas(64) double c[kPairs], s[kPairs];
 #if ROUTELAB_NORMAL_LOG_WIDTH == 512
 #pragma omp simd
   for (int p = 0; p < kPairs; ++p) box_muller_pair(w + 4 * p, [](double u) { return ::log(u); }, c[p], s[p]);
-#elif ROUTELAB_NORMAL_LOG_WIDTH == 256
-#pragma omp simd
-  for (int p = 0; p < kPairs; ++p) box_muller_pair_avx2(w + 4 * p, c[p], s[p]);
 #else
   for (int p = 0; p < kPairs; ++p) box_muller_pair(w + 4 * p, glibc_scalar_log, c[p], s[p]);
 #endif
@@ -110,6 +145,7 @@ __attribute__((noinline)) static void box_muller_chunk(const uint32_t* w, double
     out[2 * p] = c[p];
     out[2 * p + 1] = s[p];
   }
+#endif
 }
 
 void normal_chunks(const uint32_t* w, std::size_t nchunks, double* out) {

@@ -62,6 +62,19 @@ void philox_blocks_on(PhiloxPath path, uint64_t seed, uint64_t stream, uint64_t 
 // Every normal is computed by the same fixed-width code, so a value does not
 // depend on where in a batch it falls (the scalar normal() relies on this).
 constexpr int kNormalChunk = 16;
+// sin x and cos x for |x| <= pi/4, Taylor polynomials to x^17 and x^16
+// (truncation below 2e-18); T is double or a vector of doubles (the AVX2
+// normals kernel runs four pairs at once through the same expressions).
+template <class T>
+ROUTELAB_HOST_DEVICE inline void box_muller_sincos(T x, T& sx, T& cx) {
+  const T x2 = x * x;
+  sx = x * (1.0 + x2 * (-1.0 / 6 + x2 * (1.0 / 120 + x2 * (-1.0 / 5040 + x2 * (1.0 / 362880 +
+       x2 * (-1.0 / 39916800 + x2 * (1.0 / 6227020800.0 + x2 * (-1.0 / 1307674368000.0 +
+       x2 * (1.0 / 355687428096000.0)))))))));
+  cx = 1.0 + x2 * (-0.5 + x2 * (1.0 / 24 + x2 * (-1.0 / 720 + x2 * (1.0 / 40320 +
+       x2 * (-1.0 / 3628800 + x2 * (1.0 / 479001600.0 + x2 * (-1.0 / 87178291200.0 +
+       x2 * (1.0 / 20922789888000.0))))))));
+}
 // One Box-Muller pair from its radius variate u1, in (0, 1), and its angle
 // theta = q pi/2 + 2 pi y (the formula above); `log` is the natural logarithm
 // (in normal_chunks libmvec's vector log or glibc's scalar one, see
@@ -70,14 +83,8 @@ constexpr int kNormalChunk = 16;
 template <class Log>
 ROUTELAB_HOST_DEVICE inline void box_muller_from(double u1, uint64_t q, double y, Log log, double& c, double& s) {
   const double r = sqrt(-2.0 * log(u1));
-  const double x = 2.0 * M_PI * y;
-  const double x2 = x * x;
-  const double sx = x * (1.0 + x2 * (-1.0 / 6 + x2 * (1.0 / 120 + x2 * (-1.0 / 5040 + x2 * (1.0 / 362880 +
-                    x2 * (-1.0 / 39916800 + x2 * (1.0 / 6227020800.0 + x2 * (-1.0 / 1307674368000.0 +
-                    x2 * (1.0 / 355687428096000.0)))))))));
-  const double cx = 1.0 + x2 * (-0.5 + x2 * (1.0 / 24 + x2 * (-1.0 / 720 + x2 * (1.0 / 40320 +
-                    x2 * (-1.0 / 3628800 + x2 * (1.0 / 479001600.0 + x2 * (-1.0 / 87178291200.0 +
-                    x2 * (1.0 / 20922789888000.0))))))));
+  double sx, cx;
+  box_muller_sincos(2.0 * M_PI * y, sx, cx);
   // Rotate (cos x, sin x) by q quarter turns.
   const double cq = (q & 1) ? -sx : cx;
   const double sq = (q & 1) ? cx : sx;
