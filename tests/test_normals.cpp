@@ -71,16 +71,19 @@ TEST(Normals, PhiloxKnownAnswers) {
              0x94fdcceb, 0x5001e420, 0x24126ea1);
 }
 
+// Counts that leave remainders for each vector width and group (AVX-512:
+// 45 = 32 + 8 + 5 blocks), and first blocks whose ranges carry into the high
+// counter word (inside a vector group, at several lanes) and wrap around 2^64.
+constexpr std::size_t kBatchSizes[] = {1, 7, 8, 23, 37, 45};
+constexpr uint64_t kFirstBlocks[] = {0, 5, 0xfffffff0ull, 0xfffffffbull, 0x7fffffffffffffffull, 0xffffffffffffffe9ull};
+
 TEST(Normals, PhiloxBatchMatchesBlockFunction) {
-  // Every kernel against the block function: counts that leave remainders
-  // for each vector width, and block ranges that carry into the high counter
-  // word (inside a vector group, at several lanes) and wrap around 2^64.
+  // Every kernel against the block function.
   const auto paths = philox_paths_here("PhiloxBatchMatchesBlockFunction");
   const uint64_t seed = 0x0123456789abcdefull, stream = 0xfedcba9876543210ull;
   for (PhiloxPath p : paths) {
-    for (uint64_t block0 : {uint64_t(0), uint64_t(5), uint64_t(0xfffffff0ull), uint64_t(0xfffffffbull),
-                            uint64_t(0x7fffffffffffffffull), uint64_t(0xffffffffffffffe9ull)}) {
-      for (std::size_t n : {std::size_t(1), std::size_t(7), std::size_t(8), std::size_t(23), std::size_t(37)}) {
+    for (uint64_t block0 : kFirstBlocks) {
+      for (std::size_t n : kBatchSizes) {
         std::vector<uint32_t> w(4 * n);
         philox_blocks_on(p, seed, stream, block0, n, w.data());
         for (std::size_t i = 0; i < n; ++i) {
@@ -93,8 +96,30 @@ TEST(Normals, PhiloxBatchMatchesBlockFunction) {
   }
 }
 
+TEST(Normals, PhiloxUniformsMatchBlockFunction) {
+  // Every kernel's uniforms (AVX-512 makes them without storing words)
+  // against u01_open of the block function's words.
+  const auto paths = philox_paths_here("PhiloxUniformsMatchBlockFunction");
+  const uint64_t seed = 0x0123456789abcdefull, stream = 0xfedcba9876543210ull;
+  for (PhiloxPath p : paths) {
+    for (uint64_t block0 : kFirstBlocks) {
+      for (std::size_t n : kBatchSizes) {
+        std::vector<double> u(2 * n);
+        philox_uniforms_on(p, seed, stream, block0, n, u.data());
+        for (std::size_t i = 0; i < n; ++i) {
+          auto r = philox_block(seed, stream, block0 + i);
+          ASSERT_EQ(u[2 * i], u01_open(r.v[0] | uint64_t(r.v[1]) << 32)) << philox_path_name(p) << " block " << block0 + i;
+          ASSERT_EQ(u[2 * i + 1], u01_open(r.v[2] | uint64_t(r.v[3]) << 32)) << philox_path_name(p) << " block " << block0 + i;
+        }
+      }
+    }
+  }
+}
+
 TEST(Normals, WordsAndUniformsBatchEqualScalar) {
-  for (int skip : {0, 1, 3}) {
+  // From every position in a block: uniforms start on a block boundary
+  // (whole blocks go straight to uniforms), after two words, or straddle.
+  for (int skip : {0, 1, 2, 3}) {
     Stream a(42, 9), b(42, 9);
     for (int i = 0; i < skip; ++i) a.next_u32(), b.next_u32();
     std::vector<uint32_t> w(1001);

@@ -2,18 +2,26 @@
 // philox.h) on many counters at once: the kernel behind philox_blocks, one
 // per instruction set.
 //
-// The vector kernels hold each of the four words of 8 (AVX2) or 16 (AVX-512)
-// blocks in one register; the 32x32 -> 64-bit products come from the
-// unsigned even-lane multiply (vpmuludq) on the even and the shifted odd
-// lanes. GCC's own vectorization of the plain loop uses vpmullq and many
-// permutes and runs about 4x slower. All are exact integer code, so every
-// kernel gives the scalar block function's words.
+// The AVX2 kernel holds each of the four words of 8 blocks in one register;
+// the 32x32 -> 64-bit products come from the unsigned even-lane multiply
+// (vpmuludq) on the even and the shifted odd lanes. The AVX-512 kernel holds
+// one block per 64-bit lane (rng/philox_lanes.h), which needs no blends, and
+// can make uniforms without storing the words (philox_uniforms): 0.70 ns
+// for two words and 0.78 for a uniform on a Zen 4, against 1.08 and 1.36 ns
+// with sixteen blocks in 32-bit lanes and uniforms from the stored words.
+// GCC's own vectorization of the plain loop uses vpmullq and many permutes
+// and runs about 4x slower. All are exact integer code, so every kernel gives
+// the scalar block function's words.
 //
 // Each kernel is compiled for its own instruction set (a target attribute),
 // whatever the flags of this file, so the tests can run every kernel the CPU
 // has; philox_blocks itself uses the widest one the build targets (chosen at
 // build time, like the rest of the code under -march).
+#include "rng/philox_lanes.h"
 #include "rng/stream.h"
+
+#include <algorithm>
+#include <type_traits>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -115,61 +123,64 @@ __attribute__((target("avx2"))) std::size_t philox_blocks_avx2(uint64_t seed, ui
   return i;
 }
 
-// hi and lo words of m * x for sixteen 32-bit lanes.
-__attribute__((target("avx512f"))) inline void mulhilo16(__m512i x, __m512i m, __m512i& hi, __m512i& lo) {
-  const __m512i pe = _mm512_mul_epu32(x, m);                         // even lanes, 64-bit
-  const __m512i po = _mm512_mul_epu32(_mm512_srli_epi64(x, 32), m);  // odd lanes, 64-bit
-  hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 32), po);
-  lo = _mm512_mask_blend_epi32(0xAAAA, pe, _mm512_slli_epi64(po, 32));
+// Counters b + 8 g + lane, g < G, one per 64-bit lane, through the ten
+// rounds: a[g] holds the eight blocks' words 0 | 1 << 32, c[g] words 2 | 3 << 32.
+template <int G>
+ROUTELAB_AVX512F inline void philox_lane_blocks(const PhiloxLaneKeys& k, uint64_t stream, uint64_t b, __m512i* a,
+                                                __m512i* c) {
+  const __m512i lane = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+  __m512i x0[G], x1[G], x2[G], x3[G];
+  for (int g = 0; g < G; ++g) {
+    x0[g] = _mm512_add_epi64(_mm512_set1_epi64((long long)(b + 8 * g)), lane);  // 64-bit: carries into x1
+    x1[g] = _mm512_srli_epi64(x0[g], 32);
+    x2[g] = _mm512_set1_epi64((long long)uint32_t(stream));
+    x3[g] = _mm512_set1_epi64((long long)(stream >> 32));
+  }
+  philox_lane_rounds<G>(k, x0, x1, x2, x3);
+  for (int g = 0; g < G; ++g) a[g] = philox_lane_u64(x0[g], x1[g]), c[g] = philox_lane_u64(x2[g], x3[g]);
 }
 
-// Whole groups of 16 blocks; returns how many blocks it wrote.
-__attribute__((target("avx512f"))) std::size_t philox_blocks_avx512(uint64_t seed, uint64_t stream, uint64_t block0,
-                                                                   std::size_t nblocks, uint32_t* out) {
-  const __m512i m0 = _mm512_set1_epi32(int(kPhiloxMul0)), m1 = _mm512_set1_epi32(int(kPhiloxMul1));
-  const __m512i c2 = _mm512_set1_epi32(int(uint32_t(stream))), c3 = _mm512_set1_epi32(int(uint32_t(stream >> 32)));
-  __m512i ka[10], kb[10];
-  for (int r = 0; r < 10; ++r) {
-    ka[r] = _mm512_set1_epi32(int(philox_round_key0(seed, r)));
-    kb[r] = _mm512_set1_epi32(int(philox_round_key1(seed, r)));
-  }
-  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+// Group g's eight blocks in counter order: lanes 0..3 of a and c
+// alternately, then lanes 4..7 (each block's two halves in turn), as words
+// or as uniforms.
+ROUTELAB_AVX512DQ inline __m512i lanes_low_half() { return _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11); }
+ROUTELAB_AVX512DQ inline __m512i lanes_high_half() { return _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15); }
+ROUTELAB_AVX512DQ inline void store_lane_blocks(__m512i a, __m512i c, uint32_t* out) {
+  _mm512_storeu_si512(out, _mm512_permutex2var_epi64(a, lanes_low_half(), c));
+  _mm512_storeu_si512(out + 16, _mm512_permutex2var_epi64(a, lanes_high_half(), c));
+}
+ROUTELAB_AVX512DQ inline void store_lane_blocks(__m512i a, __m512i c, double* out) {
+  const __m512d scale = _mm512_set1_pd(0x1.0p-53);
+  const __m512d ua = _mm512_mul_pd(philox_lane_u01_scaled(a), scale), uc = _mm512_mul_pd(philox_lane_u01_scaled(c), scale);
+  _mm512_storeu_pd(out, _mm512_permutex2var_pd(ua, lanes_low_half(), uc));
+  _mm512_storeu_pd(out + 8, _mm512_permutex2var_pd(ua, lanes_high_half(), uc));
+}
+
+// Blocks four registers at a time (the rounds of four interleave; eight ran
+// slower, out of registers), then eight at a time.
+constexpr int kLaneGroups = 4;
+
+template <int G, class T>
+ROUTELAB_AVX512DQ inline void philox_lane_groups(const PhiloxLaneKeys& k, uint64_t stream, uint64_t b, T* out) {
+  constexpr int per_block = std::is_same_v<T, double> ? 2 : 4;
+  __m512i a[G], c[G];
+  philox_lane_blocks<G>(k, stream, b, a, c);
+  for (int g = 0; g < G; ++g) store_lane_blocks(a[g], c[g], out + per_block * 8 * g);
+}
+
+// Whole groups of 8 blocks, as words (four a block) or as uniforms
+// (u01_open of words 0 | 1 << 32, then of 2 | 3 << 32: the uniforms are
+// never stored as words); returns how many blocks it used.
+template <class T>
+ROUTELAB_AVX512DQ std::size_t philox_blocks_avx512(uint64_t seed, uint64_t stream, uint64_t block0,
+                                                   std::size_t nblocks, T* out) {
+  constexpr int per_block = std::is_same_v<T, double> ? 2 : 4;
+  PhiloxLaneKeys k;
+  philox_lane_keys(seed, k);
   std::size_t i = 0;
-  for (; i + 16 <= nblocks; i += 16) {
-    // Counters block0 + i + lane, 64-bit: low words, and high words with the
-    // carry out of the low words.
-    const uint64_t b = block0 + i;
-    const __m512i blo = _mm512_set1_epi32(int(uint32_t(b)));
-    __m512i x0 = _mm512_add_epi32(blo, lane);
-    const __mmask16 carry = _mm512_cmplt_epu32_mask(x0, blo);
-    const __m512i bhi = _mm512_set1_epi32(int(uint32_t(b >> 32)));
-    __m512i x1 = _mm512_mask_add_epi32(bhi, carry, bhi, _mm512_set1_epi32(1));
-    __m512i x2 = c2, x3 = c3;
-    for (int r = 0; r < 10; ++r) {
-      __m512i hi0, lo0, hi1, lo1;
-      mulhilo16(x0, m0, hi0, lo0);
-      mulhilo16(x2, m1, hi1, lo1);
-      x0 = _mm512_ternarylogic_epi32(hi1, x1, ka[r], 0x96);  // three-way xor
-      x2 = _mm512_ternarylogic_epi32(hi0, x3, kb[r], 0x96);
-      x1 = lo1;
-      x3 = lo0;
-    }
-    // Transpose four registers of sixteen words into sixteen blocks of four.
-    const __m512i t0 = _mm512_unpacklo_epi32(x0, x1), t1 = _mm512_unpackhi_epi32(x0, x1);
-    const __m512i t2 = _mm512_unpacklo_epi32(x2, x3), t3 = _mm512_unpackhi_epi32(x2, x3);
-    const __m512i q0 = _mm512_unpacklo_epi64(t0, t2), q1 = _mm512_unpackhi_epi64(t0, t2);
-    const __m512i q2 = _mm512_unpacklo_epi64(t1, t3), q3 = _mm512_unpackhi_epi64(t1, t3);
-    // q0 holds blocks 0,4,8,12 (one per 128-bit lane), q1 blocks 1,5,9,13,
-    // q2 blocks 2,6,10,14, q3 blocks 3,7,11,15.
-    const __m512i a0 = _mm512_shuffle_i32x4(q0, q1, 0x44), a1 = _mm512_shuffle_i32x4(q2, q3, 0x44);
-    const __m512i a2 = _mm512_shuffle_i32x4(q0, q1, 0xEE), a3 = _mm512_shuffle_i32x4(q2, q3, 0xEE);
-    // a0 = blocks 0,4,1,5; a1 = 2,6,3,7; a2 = 8,12,9,13; a3 = 10,14,11,15.
-    uint32_t* o = out + 4 * i;
-    _mm512_storeu_si512(o + 0, _mm512_shuffle_i32x4(a0, a1, 0x88));   // blocks 0,1,2,3
-    _mm512_storeu_si512(o + 16, _mm512_shuffle_i32x4(a0, a1, 0xDD));  // 4,5,6,7
-    _mm512_storeu_si512(o + 32, _mm512_shuffle_i32x4(a2, a3, 0x88));  // 8,9,10,11
-    _mm512_storeu_si512(o + 48, _mm512_shuffle_i32x4(a2, a3, 0xDD));  // 12,13,14,15
-  }
+  for (; i + 8 * kLaneGroups <= nblocks; i += 8 * kLaneGroups)
+    philox_lane_groups<kLaneGroups>(k, stream, block0 + i, out + per_block * i);
+  for (; i + 8 <= nblocks; i += 8) philox_lane_groups<1>(k, stream, block0 + i, out + per_block * i);
   return i;
 }
 
@@ -187,7 +198,7 @@ const char* philox_path_name(PhiloxPath path) {
 }
 
 PhiloxPath philox_build_path() {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
   return PhiloxPath::avx512;
 #elif defined(__AVX2__)
   return PhiloxPath::avx2;
@@ -201,7 +212,7 @@ bool philox_path_runs_here(PhiloxPath path) {
     case PhiloxPath::scalar: return true;
 #if ROUTELAB_X86
     case PhiloxPath::avx2: return __builtin_cpu_supports("avx2");
-    case PhiloxPath::avx512: return __builtin_cpu_supports("avx512f");
+    case PhiloxPath::avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
 #else
     default: return false;
 #endif
@@ -224,6 +235,28 @@ void philox_blocks_on(PhiloxPath path, uint64_t seed, uint64_t stream, uint64_t 
 
 void philox_blocks(uint64_t seed, uint64_t stream, uint64_t block0, std::size_t nblocks, uint32_t* out) {
   philox_blocks_on(philox_build_path(), seed, stream, block0, nblocks, out);
+}
+
+void philox_uniforms_on(PhiloxPath path, uint64_t seed, uint64_t stream, uint64_t block0, std::size_t nblocks,
+                        double* out) {
+  std::size_t done = 0;
+#if ROUTELAB_X86
+  if (path == PhiloxPath::avx512) done = philox_blocks_avx512(seed, stream, block0, nblocks, out);
+#endif
+  // The rest (all of it without AVX-512) through the words, staged in a
+  // buffer that stays in L1.
+  constexpr std::size_t kStage = 256;
+  uint32_t w[4 * kStage];
+  while (done < nblocks) {
+    const std::size_t nb = std::min(kStage, nblocks - done);
+    philox_blocks_on(path, seed, stream, block0 + done, nb, w);
+    u01_from_words(w, 2 * nb, out + 2 * done);
+    done += nb;
+  }
+}
+
+void philox_uniforms(uint64_t seed, uint64_t stream, uint64_t block0, std::size_t nblocks, double* out) {
+  philox_uniforms_on(philox_build_path(), seed, stream, block0, nblocks, out);
 }
 
 }  // namespace routelab

@@ -18,13 +18,24 @@ void Stream::u32s(uint32_t* out, std::size_t n) {
 }
 
 void Stream::uniforms(double* out, std::size_t n) {
-  // Staged through a small word buffer so a long fill stays in L1.
+  std::size_t i = 0;
+  // From a block boundary, whole blocks go straight to uniforms; after an
+  // odd number of words a uniform straddles two blocks, and the rest is
+  // staged through a small word buffer (that stays in L1).
+  if (have_ == 2 && n > 0) out[i++] = uniform();
+  if (have_ == 0) {
+    const std::size_t nb = (n - i) / 2;
+    philox_uniforms(seed_, stream_, block_, nb, out + i);
+    block_ += nb;
+    i += 2 * nb;
+  }
   constexpr std::size_t kStage = 512;
   uint32_t w[2 * kStage];
-  for (std::size_t i = 0; i < n; i += kStage) {
+  while (i < n) {
     const std::size_t m = n - i < kStage ? n - i : kStage;
     u32s(w, 2 * m);
     u01_from_words(w, m, out + i);
+    i += m;
   }
 }
 

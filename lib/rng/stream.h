@@ -44,15 +44,22 @@ inline uint32_t philox_round_key1(uint64_t seed, int r) { return uint32_t(seed >
 // i < nblocks; the same words as the scalar block function, vectorized with
 // the widest kernel the build targets (philox_build_path).
 void philox_blocks(uint64_t seed, uint64_t stream, uint64_t block0, std::size_t nblocks, uint32_t* out);
+// philox_uniforms: out[2 i] and out[2 i + 1] = u01_open of words 0 | 1 << 32
+// and 2 | 3 << 32 of philox_block(seed, stream, block0 + i), i < nblocks: the
+// uniforms Stream::uniform makes from those blocks (the AVX-512 kernel makes
+// them without storing the words).
+void philox_uniforms(uint64_t seed, uint64_t stream, uint64_t block0, std::size_t nblocks, double* out);
 // The kernels one by one, for the tests and benchmarks: every kernel is in
 // every x86 build, and philox_path_runs_here says whether this CPU has its
-// instructions. All give the same words.
+// instructions (avx512: AVX-512F and DQ). All give the same words.
 enum class PhiloxPath { scalar, avx2, avx512 };
 const char* philox_path_name(PhiloxPath path);
 PhiloxPath philox_build_path();
 bool philox_path_runs_here(PhiloxPath path);
 void philox_blocks_on(PhiloxPath path, uint64_t seed, uint64_t stream, uint64_t block0, std::size_t nblocks,
                       uint32_t* out);
+void philox_uniforms_on(PhiloxPath path, uint64_t seed, uint64_t stream, uint64_t block0, std::size_t nblocks,
+                        double* out);
 // Box-Muller on whole chunks: chunk c reads words w[32 c .. 32 c + 32) and
 // writes normals out[16 c .. 16 c + 16). Pair p of a chunk uses words 4p..4p+3:
 // u1 from (w0, w1) as uniform() forms it, r = sqrt(-2 log u1), and the 53
