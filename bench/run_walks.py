@@ -198,7 +198,8 @@ def main():
           f"W6 panel kernel {isa.get('panel_gemm', '?')}")
     rates = row(rates_rows, "rates")
     gemm_peer = run([PY, PEER, "gemm"], penv)[0]["gflops"]
-    print(f"ours rates: word {rates['word_ns']:.3f} ns, Box-Muller pair {rates['pair_ns']:.3f} ns, "
+    print(f"ours rates: word {rates['word_ns']:.3f} ns, uniform {rates['uniform_ns']:.3f} ns, "
+          f"Box-Muller pair {rates['pair_ns']:.3f} ns, "
           f"cos {rates['cos_ns']:.3f} ns, FMA peak {rates['fma_gflops']:.1f} GFlop/s, "
           f"Eigen dgemm {rates['eigen_dgemm_gflops']:.1f} GFlop/s; numpy/OpenBLAS dgemm {gemm_peer:.1f} GFlop/s")
     dgemm = max(rates["eigen_dgemm_gflops"], gemm_peer)
