@@ -211,7 +211,18 @@ Mat haar_sample(Stream& s, int d, bool special) {
     const double tp = tau_of(p), tq = tau_of(q);
     const double *un = make(p - 2), *vn = make(p - 3);
     const double vu = q < 0 ? 0.0 : dot8(v, u, p / 8 * 8, ld);
-    for (int r = lo_next / kLanes * kLanes; r < ld;) {
+    // Rows below lo's vector hold only D in the pair's columns, so a pass
+    // would leave them as they are and add zeros to their sums: only the
+    // sums are made, over [lo_next, lo), where D can be nonzero, in the
+    // pass's order (so the same bits). That is 3.4% of the passes' FMAs at
+    // d = 64 (AVX-512), and haar_sample 1-2% faster there.
+    const int r_pass = lo / kLanes * kLanes;
+    for (int r = lo_next / kLanes * kLanes; r < r_pass; ++r) {
+      double su = 0, sv = 0;
+      for (int j = lo_next; j < lo; ++j) su = std::fma(un[j], col(j)[r], su), sv = std::fma(vn[j], col(j)[r], sv);
+      y[2][r] = su, y[3][r] = sv;
+    }
+    for (int r = r_pass; r < ld;) {
       const int g = chunks_at_once((ld - r) / kLanes);
       auto pass = [&]<int G>() {
         reflect_rows<G>(u, v, un, vn, y[0] + r, y[1] + r, lanes(tp), lanes(tq), lanes(vu), M + r, ld, lo_next, lo,
