@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "rng/philox_lanes.h"
@@ -22,13 +23,6 @@ bool increments_can_exceed_pi(const So2Blocks& law) {
   return false;
 }
 
-#if defined(__AVX512F__)
-inline __m512d wrap_phase8(__m512d x) {  // wrap_phase, eight at a time
-  const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(kInvTwoPi)),
-                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  return _mm512_fnmadd_pd(k, _mm512_set1_pd(kTwoPiLo), _mm512_fnmadd_pd(k, _mm512_set1_pd(kTwoPiHi), x));
-}
-
 // How phase_batches forms an increment: lo + width u (one fused
 // multiply-add in GCC's code), plus omega unless it is zero (adding +0 to
 // that sum, never -0, changes nothing), wrapped first when it can exceed pi.
@@ -38,6 +32,25 @@ Increment increment_of(const So2Blocks& law) {
   return increments_can_exceed_pi(law) ? Increment::wrapped
          : law.omega() != 0            ? Increment::drift
                                        : Increment::no_drift;
+}
+
+// f(std::integral_constant<Increment, inc>()): the kernels take the
+// increment's kind as a template parameter, chosen once outside their loops.
+template <class F>
+decltype(auto) with_increment(Increment inc, F&& f) {
+  using K = Increment;
+  switch (inc) {
+    case K::no_drift: return f(std::integral_constant<K, K::no_drift>());
+    case K::drift: return f(std::integral_constant<K, K::drift>());
+    default: return f(std::integral_constant<K, K::wrapped>());
+  }
+}
+
+#if defined(__AVX512F__)
+inline __m512d wrap_phase8(__m512d x) {  // wrap_phase, eight at a time
+  const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(kInvTwoPi)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm512_fnmadd_pd(k, _mm512_set1_pd(kTwoPiLo), _mm512_fnmadd_pd(k, _mm512_set1_pd(kTwoPiHi), x));
 }
 
 // Phases theta after one step by increments lo + width u (+ omega, wrapped
@@ -98,10 +111,8 @@ void phase_batches(const So2Blocks& law, Stream& s, long long n, double* theta, 
   // the same expression here gives the same increment.
   buf.lo.resize(B), buf.width.resize(B), buf.u.resize(std::size_t(kSteps) * B), buf.th.resize(std::size_t(kSteps) * B);
   double *lo = buf.lo.data(), *width = buf.width.data(), *u = buf.u.data(), *th = buf.th.data();
-  const bool big = increments_can_exceed_pi(law);
-#if defined(__AVX512F__)
   const Increment inc = increment_of(law);
-#endif
+  const bool big = inc == Increment::wrapped;
   for (int b = 0; b < B; ++b) {
     const double a = law.half_widths()[b];
     lo[b] = -a;
@@ -113,11 +124,7 @@ void phase_batches(const So2Blocks& law, Stream& s, long long n, double* theta, 
     s.uniforms(u, std::size_t(m) * B);
     int b_done = 0;  // blocks whose m steps are made
 #if defined(__AVX512F__)
-    switch (inc) {
-      case Increment::no_drift: b_done = phase_rows8_all<Increment::no_drift>(u, th, theta, lo, width, omega, m, B); break;
-      case Increment::drift: b_done = phase_rows8_all<Increment::drift>(u, th, theta, lo, width, omega, m, B); break;
-      case Increment::wrapped: b_done = phase_rows8_all<Increment::wrapped>(u, th, theta, lo, width, omega, m, B); break;
-    }
+    b_done = with_increment(inc, [&](auto k) { return phase_rows8_all<decltype(k)::value>(u, th, theta, lo, width, omega, m, B); });
 #endif
     for (int t = 0; t < m && b_done < B; ++t) {
       const double* ut = u + std::size_t(t) * B;
@@ -241,11 +248,7 @@ void so2_mean_cos_at_walks(const So2Blocks& law, uint64_t seed, uint64_t stream0
     const PhiloxLanes gen(seed, stream0 + uint64_t(w));
     const int lanes = int(std::min<long long>(8, walks - w));
     double* o = out + std::size_t(w) * count;
-    switch (inc) {
-      case Increment::no_drift: mean_cos_eight_walks<Increment::no_drift>(law, gen, lanes, ns, count, o, buf); break;
-      case Increment::drift: mean_cos_eight_walks<Increment::drift>(law, gen, lanes, ns, count, o, buf); break;
-      case Increment::wrapped: mean_cos_eight_walks<Increment::wrapped>(law, gen, lanes, ns, count, o, buf); break;
-    }
+    with_increment(inc, [&](auto k) { mean_cos_eight_walks<decltype(k)::value>(law, gen, lanes, ns, count, o, buf); });
   }
   if (exact) return;
 #endif
