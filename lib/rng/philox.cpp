@@ -160,12 +160,15 @@ ROUTELAB_AVX512DQ inline void store_lane_blocks(__m512i a, __m512i c, double* ou
 // slower, out of registers), then eight at a time.
 constexpr int kLaneGroups = 4;
 
+// What a block makes: four words, or two uniforms.
+template <class T>
+constexpr int kPerBlock = std::is_same_v<T, double> ? 2 : 4;
+
 template <int G, class T>
 ROUTELAB_AVX512DQ inline void philox_lane_groups(const PhiloxLaneKeys& k, uint64_t stream, uint64_t b, T* out) {
-  constexpr int per_block = std::is_same_v<T, double> ? 2 : 4;
   __m512i a[G], c[G];
   philox_lane_blocks<G>(k, stream, b, a, c);
-  for (int g = 0; g < G; ++g) store_lane_blocks(a[g], c[g], out + per_block * 8 * g);
+  for (int g = 0; g < G; ++g) store_lane_blocks(a[g], c[g], out + kPerBlock<T> * 8 * g);
 }
 
 // Whole groups of 8 blocks, as words (four a block) or as uniforms
@@ -174,13 +177,12 @@ ROUTELAB_AVX512DQ inline void philox_lane_groups(const PhiloxLaneKeys& k, uint64
 template <class T>
 ROUTELAB_AVX512DQ std::size_t philox_blocks_avx512(uint64_t seed, uint64_t stream, uint64_t block0,
                                                    std::size_t nblocks, T* out) {
-  constexpr int per_block = std::is_same_v<T, double> ? 2 : 4;
   PhiloxLaneKeys k;
   philox_lane_keys(seed, k);
   std::size_t i = 0;
   for (; i + 8 * kLaneGroups <= nblocks; i += 8 * kLaneGroups)
-    philox_lane_groups<kLaneGroups>(k, stream, block0 + i, out + per_block * i);
-  for (; i + 8 <= nblocks; i += 8) philox_lane_groups<1>(k, stream, block0 + i, out + per_block * i);
+    philox_lane_groups<kLaneGroups>(k, stream, block0 + i, out + kPerBlock<T> * i);
+  for (; i + 8 <= nblocks; i += 8) philox_lane_groups<1>(k, stream, block0 + i, out + kPerBlock<T> * i);
   return i;
 }
 
