@@ -82,29 +82,23 @@ struct Rates {
   double gemm_flops;  // Eigen dgemm, n = 1024, flop/s
 };
 
-static double measure_word() {
-  const int nb = 4096;
-  std::vector<uint32_t> w(4 * nb);
+// Seconds per value of a bulk Philox fill: fill(seed, stream, block0, nb,
+// out) writes per_block values of type T a block into out, nb blocks a call,
+// each call at fresh counters.
+template <class T, class Fill>
+static double measure_bulk(int nb, int per_block, Fill fill) {
+  std::vector<T> out(std::size_t(per_block) * nb);
   uint64_t blk = 0;
   const int iters = 64;
   const double t = best_of(5, [&] {
-    for (int i = 0; i < iters; ++i) philox_blocks(1, 2, blk += nb, nb, w.data());
+    for (int i = 0; i < iters; ++i) fill(1, 2, blk += nb, std::size_t(nb), out.data());
   });
-  g_sink = w[7];
-  return t / (double(iters) * 4 * nb);
+  g_sink = double(out[7]);
+  return t / (double(iters) * per_block * nb);
 }
 
-static double measure_uniform() {
-  const int nb = 1024;
-  std::vector<double> u(2 * nb);
-  uint64_t blk = 0;
-  const int iters = 64;
-  const double t = best_of(5, [&] {
-    for (int i = 0; i < iters; ++i) philox_uniforms(1, 2, blk += nb, nb, u.data());
-  });
-  g_sink = u[7];
-  return t / (double(iters) * 2 * nb);
-}
+static double measure_word() { return measure_bulk<uint32_t>(4096, 4, philox_blocks); }
+static double measure_uniform() { return measure_bulk<double>(1024, 2, philox_uniforms); }
 
 static double measure_pair() {
   const int chunks = 256;

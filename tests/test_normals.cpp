@@ -77,43 +77,45 @@ TEST(Normals, PhiloxKnownAnswers) {
 constexpr std::size_t kBatchSizes[] = {1, 7, 8, 23, 37, 45};
 constexpr uint64_t kFirstBlocks[] = {0, 5, 0xfffffff0ull, 0xfffffffbull, 0x7fffffffffffffffull, 0xffffffffffffffe9ull};
 
+// check(path, block0, n, block function's words of blocks block0 ..) for
+// every kernel this CPU runs, every first block and every count above.
+template <class Check>
+void for_each_batch(const char* test, Check check) {
+  const uint64_t seed = 0x0123456789abcdefull, stream = 0xfedcba9876543210ull;
+  for (PhiloxPath p : philox_paths_here(test))
+    for (uint64_t block0 : kFirstBlocks)
+      for (std::size_t n : kBatchSizes) {
+        std::vector<r123::Philox4x32::ctr_type> want(n);
+        for (std::size_t i = 0; i < n; ++i) want[i] = philox_block(seed, stream, block0 + i);
+        check(p, seed, stream, block0, n, want);
+      }
+}
+
 TEST(Normals, PhiloxBatchMatchesBlockFunction) {
   // Every kernel against the block function.
-  const auto paths = philox_paths_here("PhiloxBatchMatchesBlockFunction");
-  const uint64_t seed = 0x0123456789abcdefull, stream = 0xfedcba9876543210ull;
-  for (PhiloxPath p : paths) {
-    for (uint64_t block0 : kFirstBlocks) {
-      for (std::size_t n : kBatchSizes) {
-        std::vector<uint32_t> w(4 * n);
-        philox_blocks_on(p, seed, stream, block0, n, w.data());
-        for (std::size_t i = 0; i < n; ++i) {
-          auto r = philox_block(seed, stream, block0 + i);
-          for (int j = 0; j < 4; ++j)
-            ASSERT_EQ(w[4 * i + j], r.v[j]) << philox_path_name(p) << " block " << block0 + i << " n " << n;
-        }
-      }
-    }
-  }
+  for_each_batch("PhiloxBatchMatchesBlockFunction", [](PhiloxPath p, uint64_t seed, uint64_t stream,
+                                                       uint64_t block0, std::size_t n, const auto& want) {
+    std::vector<uint32_t> w(4 * n);
+    philox_blocks_on(p, seed, stream, block0, n, w.data());
+    for (std::size_t i = 0; i < n; ++i)
+      for (int j = 0; j < 4; ++j)
+        ASSERT_EQ(w[4 * i + j], want[i].v[j]) << philox_path_name(p) << " block " << block0 + i << " n " << n;
+  });
 }
 
 TEST(Normals, PhiloxUniformsMatchBlockFunction) {
   // Every kernel's uniforms (AVX-512 makes them without storing words)
   // against u01_open of the block function's words.
-  const auto paths = philox_paths_here("PhiloxUniformsMatchBlockFunction");
-  const uint64_t seed = 0x0123456789abcdefull, stream = 0xfedcba9876543210ull;
-  for (PhiloxPath p : paths) {
-    for (uint64_t block0 : kFirstBlocks) {
-      for (std::size_t n : kBatchSizes) {
-        std::vector<double> u(2 * n);
-        philox_uniforms_on(p, seed, stream, block0, n, u.data());
-        for (std::size_t i = 0; i < n; ++i) {
-          auto r = philox_block(seed, stream, block0 + i);
-          ASSERT_EQ(u[2 * i], u01_open(r.v[0] | uint64_t(r.v[1]) << 32)) << philox_path_name(p) << " block " << block0 + i;
-          ASSERT_EQ(u[2 * i + 1], u01_open(r.v[2] | uint64_t(r.v[3]) << 32)) << philox_path_name(p) << " block " << block0 + i;
-        }
-      }
+  for_each_batch("PhiloxUniformsMatchBlockFunction", [](PhiloxPath p, uint64_t seed, uint64_t stream,
+                                                        uint64_t block0, std::size_t n, const auto& want) {
+    std::vector<double> u(2 * n);
+    philox_uniforms_on(p, seed, stream, block0, n, u.data());
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& r = want[i];
+      ASSERT_EQ(u[2 * i], u01_open(r.v[0] | uint64_t(r.v[1]) << 32)) << philox_path_name(p) << " block " << block0 + i;
+      ASSERT_EQ(u[2 * i + 1], u01_open(r.v[2] | uint64_t(r.v[3]) << 32)) << philox_path_name(p) << " block " << block0 + i;
     }
-  }
+  });
 }
 
 TEST(Normals, WordsAndUniformsBatchEqualScalar) {
