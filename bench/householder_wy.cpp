@@ -29,6 +29,14 @@ void wy_factor(const Mat& V, Mat& T) {
   T = Tp.topRows(b);
 }
 
+// Where the update Q -= Y V^T reads its broadcasts. AVX-512's tiles take 8
+// columns of Q, whose 8 entries of a row of V^T sit in one line of V. AVX2's
+// take 4, and with rows outside they sweep all of V^T for every row tile:
+// through V that is 32 lines 1 KB apart at once (at d = 128), four L1 sets;
+// through Vt it is one contiguous run. (W6, Zen 4, rdtsc around the update:
+// AVX2 0.80 of its time through V, AVX-512 1.25 of it through Vt.)
+constexpr bool kUpdateReadsVt = panel::kLanes == 4;
+
 // The walk keeps Q = P^T, so that P <- (I - V T^T V^T) P reads
 // Q <- Q - (Q V) T V^T: three products whose result columns are sums of
 // columns of a panel (Q, Q V, then Q V T), which is what panel::gemm's
@@ -39,7 +47,9 @@ void householder_walk_matrix_wy(const Householder& law, Stream& s, Mat& P, int n
   // Q's columns are lq apart, a vector more than its dp rows: at d = 128 a
   // stride of 1 KB would put all of a tile's columns of Q in an eighth of
   // L1's sets, and Z = Q V re-read them from L2 for every column tile.
-  const int d = law.dim(), dp = panel::padded_rows(d), lq = dp + panel::kLanes;
+  // Y's columns likewise: the update keeps a tile's rows of Y in L1 while
+  // it passes every column of Q.
+  const int d = law.dim(), dp = panel::padded_rows(d), lq = dp + panel::kLanes, ly = lq;
   buf.Q.setZero(lq, d);  // rows d.. stay zero: Q V, Q V T and the update keep them so
   buf.Q.topRows(d) = P.transpose();
   double* Q = buf.Q.data();
@@ -59,9 +69,13 @@ void householder_walk_matrix_wy(const Householder& law, Stream& s, Mat& P, int n
     wy_factor_from_gram(buf.G.data(), bp, b, buf.T.data(), bp);
     buf.Z.resize(dp, b);
     panel::gemm<Op::set>(buf.Z.data(), dp, Q, lq, V, 1, d, dp, b, d);  // Z = Q V
-    buf.Y.resize(dp, b);
-    panel::gemm<Op::set, Shape::upper_b>(buf.Y.data(), dp, buf.Z.data(), dp, buf.T.data(), 1, bp, dp, b, b);
-    panel::gemm<Op::sub, Shape::full, panel::kShortOrder>(Q, lq, buf.Y.data(), dp, V, d, 1, dp, d, b);  // Q -= Y V^T
+    buf.Y.resize(ly, b);
+    panel::gemm<Op::set, Shape::upper_b>(buf.Y.data(), ly, buf.Z.data(), dp, buf.T.data(), 1, bp, dp, b, b);
+    // Q -= Y V^T, V^T(p, j) read from V or from Vt (kUpdateReadsVt).
+    if constexpr (kUpdateReadsVt)
+      panel::gemm<Op::sub, Shape::full, panel::kShortOrder>(Q, lq, buf.Y.data(), ly, buf.Vt.data(), 1, bp, dp, d, b);
+    else
+      panel::gemm<Op::sub, Shape::full, panel::kShortOrder>(Q, lq, buf.Y.data(), ly, V, d, 1, dp, d, b);
   }
   P = buf.Q.topRows(d).transpose();
 }
