@@ -223,11 +223,15 @@ Mat haar_sample(Stream& s, int d, bool special) {
       for (int j = lo_next; j < lo; ++j) su += un[j] * col(j)[r], sv += vn[j] * col(j)[r];
       y[2][r] = su, y[3][r] = sv;
     }
+    // Rows from lo on are 0 in the columns [lo_next, lo), so a chunk of them
+    // starts its sums at lo: leaving out those zero products keeps the bits
+    // (the sums start at +0), and its first FMAs need not wait for un's and
+    // vn's last entries, made just before.
     for (int r = r_pass; r < ld;) {
-      const int g = chunks_at_once((ld - r) / kLanes);
+      const int g = chunks_at_once((ld - r) / kLanes), j_sum = r >= lo ? lo : lo_next;
       auto pass = [&]<int G>() {
-        reflect_rows<G>(u, v, un, vn, y[0] + r, y[1] + r, lanes(tp), lanes(tq), lanes(vu), M + r, ld, lo_next, lo,
-                        d, y[2] + r, y[3] + r);
+        reflect_rows<G>(u, v, un, vn, y[0] + r, y[1] + r, lanes(tp), lanes(tq), lanes(vu), M + r, ld, j_sum, lo, d,
+                        y[2] + r, y[3] + r);
       };
       switch (g) {  // at most kMaxChunks
         case 1: pass.template operator()<1>(); break;
