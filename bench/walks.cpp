@@ -318,35 +318,39 @@ int main(int argc, char** argv) {
     std::printf("rates word_ns=%.4f uniform_ns=%.4f pair_ns=%.4f cos_ns=%.4f fma_gflops=%.2f eigen_dgemm_gflops=%.2f\n",
                 r.word_s * 1e9, r.uniform_s * 1e9, r.pair_s * 1e9, r.cos_s * 1e9, 2e-9 / r.fma_s, gemm * 1e-9);
   }
-  auto report = [&](const char* name, auto& w, double extra_flops) {
+  // count: the workload's walks or samples, scaled by --scale. A tiny copy
+  // (4 of them) runs first, untimed, as the peer's does: first calls and
+  // the allocator settle outside the timed run.
+  auto report = [&](const char* name, auto& w, int& count) {  // count is one of w's
+    count = std::max(1, int(count * scale));
+    const int full = count;
+    count = std::min(full, 4);
+    g_sink = w.run();
+    count = full;
     double sum = 0;
     const double t = best_of(reps, [&] { sum = w.run(); });
     const double fl = w.floor(r);
     std::printf("%s ours_s=%.5f floor_s=%.5f ours_over_floor=%.3f checksum=%.12g", name, t, fl, t / fl, sum);
-    if (extra_flops > 0) std::printf(" useful_gflops=%.2f", extra_flops / t * 1e-9);
+    if constexpr (requires { w.flops(); }) std::printf(" useful_gflops=%.2f", w.flops() / t * 1e-9);
     std::printf("\n");
     std::fflush(stdout);
   };
   if (all || which == "W3") {
     W3 w;
-    w.walks = std::max(1, int(w.walks * scale));
-    report("W3", w, 0);
+    report("W3", w, w.walks);
   }
   if (all || which == "W4") {
     W4 w;
-    w.walks = std::max(1, int(w.walks * scale));
-    report("W4", w, 0);
+    report("W4", w, w.walks);
   }
   if (all || which == "W5") {
     W5 w;
-    w.samples = std::max(1, int(w.samples * scale));
-    report("W5", w, 0);
+    report("W5", w, w.samples);
   }
   if (all || which == "W6") {
     W6 w;
-    w.walks = std::max(1, int(w.walks * scale));
     w.block = block;
-    report("W6", w, w.flops());
+    report("W6", w, w.walks);
   }
   return 0;
 }
