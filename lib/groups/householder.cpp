@@ -1,5 +1,6 @@
 #include "groups/householder.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <boost/math/quadrature/exp_sinh.hpp>
@@ -30,7 +31,21 @@ void NormalSampler::draw_many(Stream& s, double* v, int d, int count) const {
   }
   // Stream::normals gives the same values as one call per step would.
   s.normals(v, std::size_t(count) * d);
-  for (int i = 0; i < count; ++i) householder_normal_finish(law, sigma.data(), v + std::size_t(i) * d, d);
+  // householder_normal_finish in two sweeps, every norm of a group and then
+  // the scaling, with the same arithmetic. A step's sum, square root and
+  // division are one chain (about 100 cycles at d = 64 with AVX2), and the
+  // multiplies of its scaling, waiting on it, held the scheduler ahead of the
+  // next step's chain. AVX2 on a Zen 4: 18.8 to 16.0 ns a step at d = 64,
+  // 53.5 to 32.6 at d = 128; AVX-512: level at 64, 27 to 25.5 at 128.
+  constexpr int kGroup = 32;
+  double inv[kGroup];
+  for (int i0 = 0; i0 < count; i0 += kGroup) {
+    const int g = std::min(kGroup, count - i0);
+    double* vg = v + std::size_t(i0) * d;
+    for (int i = 0; i < g; ++i) inv[i] = householder_normal_inverse_norm(law, sigma.data(), vg + std::size_t(i) * d, d);
+    for (int i = 0; i < g; ++i)
+      for (int j = 0; j < d; ++j) vg[std::size_t(i) * d + j] *= inv[i];
+  }
 }
 
 Vec NormalSampler::second_moment_diagonal(int d) const {

@@ -107,10 +107,11 @@ ROUTELAB_HOST_DEVICE inline void givens_apply(S step, V x) {
 
 enum class NormalLaw { sphere, coordinate, gaussian };
 
-// The draw after its normals (sphere and gaussian): g scaled by sigma for
-// the gaussian law, then v = g / |g|.
+// The draw after its normals (sphere and gaussian), in two parts that a
+// batch of draws runs one after the other (NormalSampler::draw_many): g
+// scaled by sigma for the gaussian law, and 1 / |g| ...
 template <class V>
-ROUTELAB_HOST_DEVICE inline void householder_normal_finish(NormalLaw law, const double* sigma, V v, int d) {
+ROUTELAB_HOST_DEVICE inline double householder_normal_inverse_norm(NormalLaw law, const double* sigma, V v, int d) {
   if (law == NormalLaw::gaussian)
     for (int i = 0; i < d; ++i) v[i] *= sigma[i];
   double norm2 = 0;
@@ -118,7 +119,13 @@ ROUTELAB_HOST_DEVICE inline void householder_normal_finish(NormalLaw law, const 
 #pragma omp simd reduction(+ : norm2)
 #endif
   for (int i = 0; i < d; ++i) norm2 += v[i] * v[i];
-  const double inv = 1.0 / ::sqrt(norm2);
+  return 1.0 / ::sqrt(norm2);
+}
+
+// ... then v = g / |g|.
+template <class V>
+ROUTELAB_HOST_DEVICE inline void householder_normal_finish(NormalLaw law, const double* sigma, V v, int d) {
+  const double inv = householder_normal_inverse_norm(law, sigma, v, d);
   for (int i = 0; i < d; ++i) v[i] *= inv;
 }
 
