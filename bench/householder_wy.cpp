@@ -71,11 +71,11 @@ void householder_walk_matrix_wy(const Householder& law, Stream& s, Mat& P, int n
     panel::gemm<Op::set>(buf.Z.data(), dp, Q, lq, V, 1, d, dp, b, d);  // Z = Q V
     buf.Y.resize(ly, b);
     panel::gemm<Op::set, Shape::upper_b>(buf.Y.data(), ly, buf.Z.data(), dp, buf.T.data(), 1, bp, dp, b, b);
-    // Q -= Y V^T, V^T(p, j) read from V or from Vt (kUpdateReadsVt).
-    if constexpr (kUpdateReadsVt)
-      panel::gemm<Op::sub, Shape::full, panel::kShortOrder>(Q, lq, buf.Y.data(), ly, buf.Vt.data(), 1, bp, dp, d, b);
-    else
-      panel::gemm<Op::sub, Shape::full, panel::kShortOrder>(Q, lq, buf.Y.data(), ly, V, d, 1, dp, d, b);
+    // Q -= Y V^T, its B(p, j) = V^T(p, j) read as Vt[p + j bp] or as
+    // V[p d + j] (kUpdateReadsVt).
+    const double* B = kUpdateReadsVt ? buf.Vt.data() : V;
+    const std::ptrdiff_t bk = kUpdateReadsVt ? 1 : d, bj = kUpdateReadsVt ? bp : 1;
+    panel::gemm<Op::sub, Shape::full, panel::kShortOrder>(Q, lq, buf.Y.data(), ly, B, bk, bj, dp, d, b);
   }
   P = buf.Q.topRows(d).transpose();
 }
