@@ -11,10 +11,11 @@ table gives medians over rounds, the ratio peer/ours of the medians, our
 floor (measured in the same process as each of our runs) and the median of
 ours/floor. Ours is always the library path the simulations call.
 
-Each of our runs times the workload --reps times. Beside the peer, which
-times one run, stands our first run (peer/ours compares one run with one).
-The floor is made of rates that are each the best of a few short timings,
-so ours/floor takes the best of our --reps runs (best/floor), and the table
+Each of our runs times the workload --reps times, and more until the timed
+runs span half a second (bench_walks --span; W5's 30 ms runs). Beside the
+peer, which times one run, stands our first run (peer/ours compares one run
+with one). The floor is made of rates that are each the best of a few short
+timings, so ours/floor takes the best of our runs (best/floor), and the table
 shows the first run's ratio too (first/floor); on a machine whose speed
 shifts within a minute the two differ by up to a fifth.
 

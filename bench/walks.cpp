@@ -11,10 +11,12 @@
 //   W6  full-matrix Householder products, d = 128, 64 walks x 1024 steps,
 //       compact-WY blocks (householder_walk_matrix_wy)
 //
-// Usage: bench_walks [--workload W3|W4|W5|W6|rates|all] [--reps R] [--block b]
-//                    [--scale s]  (s < 1 shrinks the walk counts, for a smoke run)
-// ours_s is the best of R timed runs, first_s the first of them; the floor's
-// rates are each a best of a few, so ours_over_floor takes ours_s.
+// Usage: bench_walks [--workload W3|W4|W5|W6|rates|all] [--reps R] [--span s]
+//                    [--block b] [--scale s]  (s < 1 shrinks the walk counts, for a
+//                    smoke run)
+// ours_s is the best of the timed runs (at least R, spanning at least s
+// seconds, default 0.5), first_s the first of them; the floor's rates are
+// each a best of a few, so ours_over_floor takes ours_s.
 // Prints an `isa` line (the build's instruction set, the Philox kernel, the
 // normals' log and W6's panel kernel), then one line per workload,
 // `key=value` pairs, for bench/run_walks.py.
@@ -290,7 +292,7 @@ struct W6 {
 int main(int argc, char** argv) {
   std::string which = "all";
   int reps = 1, block = 32;
-  double scale = 1.0;
+  double scale = 1.0, span = 0.5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> const char* {
@@ -302,13 +304,26 @@ int main(int argc, char** argv) {
     };
     if (a == "--workload") which = next();
     else if (a == "--reps") reps = std::atoi(next());
+    else if (a == "--span") span = std::atof(next());
     else if (a == "--block") block = std::atoi(next());
     else if (a == "--scale") scale = std::atof(next());
     else {
       std::fprintf(stderr, "bench_walks: unknown flag %s; accepts --workload W3|W4|W5|W6|rates|all, --reps R, "
-                           "--block b, --scale s\n", a.c_str());
+                           "--span s, --block b, --scale s\n", a.c_str());
       return 2;
     }
+  }
+  const std::string workloads[] = {"W3", "W4", "W5", "W6", "rates", "all"};
+  const char* bad = nullptr;
+  if (std::find(std::begin(workloads), std::end(workloads), which) == std::end(workloads))
+    bad = "--workload: accepts W3, W4, W5, W6, rates, all";
+  else if (reps < 1) bad = "--reps: accepts an integer R >= 1";
+  else if (!(span >= 0)) bad = "--span: accepts seconds s >= 0";
+  else if (block < 1) bad = "--block: accepts an integer b >= 1";
+  else if (!(scale > 0 && scale <= 1)) bad = "--scale: accepts s in (0, 1]";
+  if (bad) {
+    std::fprintf(stderr, "bench_walks: bad value for %s\n", bad);
+    return 2;
   }
   // One thread for everything, as the NumPy peer runs (bench/README.md).
   omp_set_num_threads(1);
@@ -335,18 +350,25 @@ int main(int argc, char** argv) {
     count = std::min(full, 4);
     g_sink = w.run();
     count = full;
-    double sum = 0, first = 0;
-    const double t = best_of(reps, [&] {
+    // At least `reps` timed runs, and more until they span `span` seconds:
+    // W5's 30 ms runs would otherwise all fall within one of this machine's
+    // slow or fast moments, where W3's, W4's and W6's span several.
+    double sum = 0, first = 0, t = 1e300, spent = 0;
+    int runs = 0;
+    for (; runs < reps || (spent < span && runs < 100); ++runs) {
       const double t0 = now();
       sum = w.run();
-      if (first == 0) first = now() - t0;
-    });
+      const double ti = now() - t0;
+      if (runs == 0) first = ti;
+      t = std::min(t, ti);
+      spent += ti;
+    }
     // The rates again, after the runs: a floor is the machine's best, and on
     // a machine whose speed shifts within seconds one measurement of a rate
     // can land in a slow moment (a floor above our time, once).
     const double fl = w.floor(fastest(r, measure_rates()));
-    std::printf("%s ours_s=%.5f first_s=%.5f floor_s=%.5f ours_over_floor=%.3f checksum=%.12g", name, t, first, fl,
-                t / fl, sum);
+    std::printf("%s ours_s=%.5f first_s=%.5f runs=%d floor_s=%.5f ours_over_floor=%.3f checksum=%.12g", name, t, first,
+                runs, fl, t / fl, sum);
     if constexpr (requires { w.flops(); }) std::printf(" useful_gflops=%.2f", w.flops() / t * 1e-9);
     std::printf("\n");
     std::fflush(stdout);
