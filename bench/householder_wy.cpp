@@ -47,9 +47,9 @@ void householder_walk_matrix_wy(const Householder& law, Stream& s, Mat& P, int n
   // Q's columns are lq apart, a vector more than its dp rows: at d = 128 a
   // stride of 1 KB would put all of a tile's columns of Q in an eighth of
   // L1's sets, and Z = Q V re-read them from L2 for every column tile.
-  // Y's columns likewise: the update keeps a tile's rows of Y in L1 while
-  // it passes every column of Q.
-  const int d = law.dim(), dp = panel::padded_rows(d), lq = dp + panel::kLanes, ly = lq;
+  // Y's columns are lq apart too: the update keeps a tile's rows of Y in L1
+  // while it passes every column of Q.
+  const int d = law.dim(), dp = panel::padded_rows(d), lq = dp + panel::kLanes;
   buf.Q.setZero(lq, d);  // rows d.. stay zero: Q V, Q V T and the update keep them so
   buf.Q.topRows(d) = P.transpose();
   double* Q = buf.Q.data();
@@ -69,13 +69,13 @@ void householder_walk_matrix_wy(const Householder& law, Stream& s, Mat& P, int n
     wy_factor_from_gram(buf.G.data(), bp, b, buf.T.data(), bp);
     buf.Z.resize(dp, b);
     panel::gemm<Op::set>(buf.Z.data(), dp, Q, lq, V, 1, d, dp, b, d);  // Z = Q V
-    buf.Y.resize(ly, b);
-    panel::gemm<Op::set, Shape::upper_b>(buf.Y.data(), ly, buf.Z.data(), dp, buf.T.data(), 1, bp, dp, b, b);
+    buf.Y.resize(lq, b);
+    panel::gemm<Op::set, Shape::upper_b>(buf.Y.data(), lq, buf.Z.data(), dp, buf.T.data(), 1, bp, dp, b, b);
     // Q -= Y V^T, its B(p, j) = V^T(p, j) read as Vt[p + j bp] or as
     // V[p d + j] (kUpdateReadsVt).
     const double* B = kUpdateReadsVt ? buf.Vt.data() : V;
     const std::ptrdiff_t bk = kUpdateReadsVt ? 1 : d, bj = kUpdateReadsVt ? bp : 1;
-    panel::gemm<Op::sub, Shape::full, panel::kShortOrder>(Q, lq, buf.Y.data(), ly, B, bk, bj, dp, d, b);
+    panel::gemm<Op::sub, Shape::full, panel::kShortOrder>(Q, lq, buf.Y.data(), lq, B, bk, bj, dp, d, b);
   }
   P = buf.Q.topRows(d).transpose();
 }

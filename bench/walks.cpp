@@ -186,8 +186,12 @@ static Rates measure_rates() {
 
 // The faster of two measurements of each rate.
 static Rates fastest(const Rates& a, const Rates& b) {
-  return Rates{std::min(a.word_s, b.word_s), std::min(a.uniform_s, b.uniform_s), std::min(a.pair_s, b.pair_s),
-               std::min(a.cos_s, b.cos_s),   std::min(a.fma_s, b.fma_s),         std::max(a.gemm_flops, b.gemm_flops)};
+  return Rates{.word_s = std::min(a.word_s, b.word_s),
+               .uniform_s = std::min(a.uniform_s, b.uniform_s),
+               .pair_s = std::min(a.pair_s, b.pair_s),
+               .cos_s = std::min(a.cos_s, b.cos_s),
+               .fma_s = std::min(a.fma_s, b.fma_s),
+               .gemm_flops = std::max(a.gemm_flops, b.gemm_flops)};
 }
 
 // ---------------------------------------------------------------------------
@@ -261,8 +265,7 @@ struct W5 {
   // of d^2 normals takes twice both: (4/3) d^3 FMAs.)
   double floor(const Rates& r) const {
     const double dd = d;
-    double fmas = 0;
-    for (int n = 2; n <= d; ++n) fmas += 2.0 * n * n;
+    const double fmas = dd * (dd + 1) * (2 * dd + 1) / 3 - 2;  // sum_{n=2}^{d} 2 n^2
     return samples * (dd * (dd + 1) / 2 * (2 * r.word_s + r.pair_s / 2) + fmas * r.fma_s);
   }
 };
