@@ -21,6 +21,7 @@
 
 #include "cli_helpers.h"
 #include "data/brown.h"
+#include "data/gcide.h"
 #include "io/sha256.h"
 
 namespace {
@@ -165,7 +166,7 @@ TEST(Corpus, FullSizeStreamMustBeTheDesignOne) {
   c.val.assign(routelab::data::kBrownValBytes, 'y');
   write_corpus(c, t.path);
   const std::string msg = corpus_error([&] { load_corpus(t.path); });
-  EXPECT_NE(msg.find("val.txt has the full corpus's size"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("val.txt has the brown corpus's size"), std::string::npos) << msg;
   EXPECT_NE(msg.find(routelab::data::kBrownValSha256), std::string::npos) << msg;
 }
 
@@ -188,6 +189,62 @@ TEST(Corpus, FullCorpusIsTheDesignCorpus) {
     EXPECT_EQ(part.substr(part.size() - 2), "\n\n") << k;
     EXPECT_GT(full.find("\n\n", part.size()) + 2, caps[k]) << "the next document would have fit; " << k;
   }
+}
+
+// GCIDE: entries start at a line beginning with a non-blank byte right after
+// a blank line; every 128th entry (0, 128, ...) is validation.
+TEST(Gcide, EntriesStartAfterABlankLine) {
+  std::string dict = "00-database-short\n   header\n\n";  // entry 0: validation
+  std::string train;
+  for (int i = 1; i < 130; i++) {
+    // Indented lines, an indented line after a blank one, and a blank line of
+    // spaces all stay inside the entry.
+    const std::string e = "word" + std::to_string(i) + " \\w\\ n.\n   1. sense\n\n   Syn: x\n   \n";
+    dict += e;
+    if (i != 128) train += e;
+  }
+  dict += "tail";  // no final newline: still an entry (129... is train)
+  train += "tail";
+  const Corpus c = routelab::data::split_gcide(std::vector<uint8_t>(dict.begin(), dict.end()));
+  EXPECT_EQ(str(c.val), "00-database-short\n   header\n\nword128 \\w\\ n.\n   1. sense\n\n   Syn: x\n   \n");
+  EXPECT_EQ(str(c.train), train);
+  EXPECT_EQ(c.train.size() + c.val.size(), dict.size());
+}
+
+TEST(Gcide, AnotherDictionaryIsNotTheDesign) {
+  TempDir t;
+  spit(t.path / "gcide.dict", "a \\a\\\n  one\n\nb \\b\\\n  two\n");
+  const std::string msg = corpus_error([&] { routelab::data::prepare_gcide(t.path / "gcide.dict"); });
+  EXPECT_NE(msg.find("gives a train.txt of"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dict-gcide 0.48.5+nmu2"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  // Not checked, it splits like any dictionary.
+  const Corpus c = routelab::data::prepare_gcide(t.path / "gcide.dict", false);
+  EXPECT_EQ(str(c.val), "a \\a\\\n  one\n\n");
+  EXPECT_EQ(str(c.train), "b \\b\\\n  two\n");
+  EXPECT_NE(corpus_error([&] { routelab::data::prepare_gcide(t.path / "absent.dict"); }).find("cannot read"),
+            std::string::npos);
+}
+
+TEST(Gcide, DamagedFolderNamesItsOwnFetch) {
+  TempDir t;
+  fs::create_directory(t.path / "data");
+  fs::copy(kSlice, t.path / "data/gcide");
+  fs::remove(t.path / "data/gcide/val.txt");
+  EXPECT_EQ(corpus_error([&] { load_corpus(t.path / "data/gcide"); }),
+            "corpus: " + (t.path / "data/gcide/val.txt").string() +
+                " is missing; run `bash scripts/fetch-corpus.sh gcide`");
+}
+
+TEST(Gcide, FullCorpusIsTheDesignCorpus) {
+  const fs::path dir = kSource / "data/gcide";
+  if (!fs::exists(dir))
+    GTEST_SKIP() << dir << " is absent; run `bash scripts/fetch-corpus.sh gcide` to test the full corpus";
+  const Corpus c = load_corpus(dir);
+  EXPECT_EQ(c.train.size(), 39649206u);
+  EXPECT_EQ(c.val.size(), 303115u);
+  // Entry 0 is the file's two leading blank lines; entry 128 a headword.
+  EXPECT_TRUE(starts_with(str(c.val), "\n\nAbactinal \\Ab*ac\"ti*nal\\"));
 }
 
 // The command line: status and stderr.

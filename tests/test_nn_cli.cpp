@@ -225,6 +225,26 @@ TEST(nn_cli, sweeps_run_each_point_once_and_name_it_by_its_values) {
   }
 }
 
+// [data] corpus is sweepable: the same schemes on a second corpus, the run
+// named by the folder's last part (a path would nest directories), the CSV
+// cell the path as given.
+TEST(nn_cli, a_sweep_over_the_corpus_names_runs_by_the_folder) {
+  TempDir tmp;
+  fs::create_directories(tmp / "data");
+  fs::copy(kSlice, tmp / "data/second");
+  spit(tmp / "e.toml", "[experiment]\nseeds = [1]\nlengths = \"1x\"\nout = \"runs\"\ncsv = \"out/x.csv\"\n"
+                       "[[experiment.arms]]\nschemes = [\"rope\"]\nsweep = { corpus = [\"data/second\"] }\n" +
+                           tiny_config("nope", 4, 2));
+  const auto r = run_routelab("experiment e.toml --no-plot --quiet", tmp.path, tmp.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::is_regular_file(tmp / "runs/rope-corpus=second-s1/config.toml"));
+  const std::string csv = slurp(tmp / "out/x.csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "scheme,corpus,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl");
+  EXPECT_NE(csv.find("\nrope,data/second,1,16,16,"), std::string::npos) << csv;
+  EXPECT_NE(slurp(tmp / "runs/rope-corpus=second-s1/config.toml").find("corpus = 'data/second'"),
+            std::string::npos);
+}
+
 TEST(nn_cli, passkey_writes_one_row_per_length_and_depth) {
   TempDir tmp;
   train_tiny_run(tmp, "learned_qkv_forget", 10);

@@ -66,17 +66,21 @@ bool unsweepable(std::string_view key) {
   return key == "scheme" || key == "seed" || key == "checkpoint_every" || key == "log_every";
 }
 
-// "model" or "train" for a key a sweep may vary; empty otherwise.
+// The sections whose keys a sweep may vary: [data] too, so one experiment
+// can hold the same schemes on a second corpus.
+constexpr const char* kSweptSections[] = {"model", "train", "data"};
+
+// "model", "train" or "data" for a key a sweep may vary; empty otherwise.
 std::string sweep_section(const std::string& key) {
   if (unsweepable(key)) return "";
-  for (const char* section : {"model", "train"})
+  for (const char* section : kSweptSections)
     if (default_run_table()[section][key]) return section;
   return "";
 }
 
 std::string sweepable_keys() {
   std::string out;
-  for (const char* section : {"model", "train"})
+  for (const char* section : kSweptSections)
     for (const auto& [k, v] : *default_run_table()[section].as_table())
       if (!unsweepable(k.str())) out += (out.empty() ? "" : ", ") + std::string(k.str());
   return out;
@@ -88,7 +92,7 @@ std::string config_value(const RunConfig& c, const std::string& key) {
 }
 
 bool point_reads(const RunConfig& c, const std::string& key) {
-  return sweep_section(key) == "train" || scheme_reads(c.model, key);
+  return sweep_section(key) != "model" || scheme_reads(c.model, key);
 }
 
 std::vector<std::string> read_schemes(const toml::node& v, const std::string& where) {
@@ -224,7 +228,8 @@ void add_points(ExperimentConfig& e, const toml::table& file, const Arm& arm, co
           ever_read[k] = true;
           const std::string& key = arm.sweep[k].first;
           const std::string v = config_value(c, key);
-          if (v != config_value(e.base, key)) name += fmt::format("-{}={}", key, v);
+          // A path (the corpus) names the run by its last part: data/gcide -> gcide.
+          if (v != config_value(e.base, key)) name += fmt::format("-{}={}", key, fs::path(v).filename().string());
         }
         // Every swept column, this arm's or not, says what the run used.
         for (const auto& key : e.swept_keys) p.swept_values.push_back(point_reads(c, key) ? config_value(c, key) : "");
