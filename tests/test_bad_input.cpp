@@ -73,6 +73,7 @@ const Case kConfigs[] = {
     {"train --config folder", "not a regular file"},
     {"train --config missing.toml", "no such file"},
     {"train --config beta1.toml --out r2", "beta1 must be a number in [0, 1)"},
+    {"train --config passkey.toml --out r2", "passkey_fraction needs context >= 97"},
     {"train --config huge.toml --out r2", "GiB this machine has available"},
     {"train --config c.toml --out run", "pass --resume"},
     {"eval --run run --lengths 100000", "longer than the validation stream"},
@@ -109,6 +110,8 @@ TEST(BadInput, EveryClassIsOneLineExitTwoAndTheFolderUntouched) {
   fs::create_directories(tmp / "folder");
   fs::create_symlink(tmp / "a.csv", tmp / "link.csv");
   spit(tmp / "beta1.toml", "[train]\nbeta1 = 1\n[data]\ncorpus = \"" + kSlice + "\"\n");
+  spit(tmp / "passkey.toml",
+       "[train]\npasskey_fraction = 0.5\n[model]\ncontext = 64\n[data]\ncorpus = \"" + kSlice + "\"\n");
   spit(tmp / "huge.toml", "[model]\nd_model = 8192\nheads = 64\nlayers = 256\ncontext = 4096\n[train]\nbatch = 64\n"
                           "[data]\ncorpus = \"" + kSlice + "\"\n");
   spit(tmp / "dup.toml", "[experiment]\nschemes = [\"rope\"]\nseeds = [1, 1]\nout = \"r3\"\ncsv = \"o/x.csv\"\n" +

@@ -381,6 +381,43 @@ TEST(nn_train, batches_are_a_function_of_seed_and_step) {
   EXPECT_TRUE(std::equal(half.begin(), half.end(), a.begin() + 2 * T));
 }
 
+// The retrieval mix: a drawn share of the elements becomes passkey samples
+// (needle, filler, question, key at the end); the rest are the plain
+// batches' windows, so passkey_fraction = 0 changes no byte.
+TEST(nn_train, passkey_fraction_replaces_that_share_of_windows) {
+  std::vector<uint8_t> stream(5000);
+  for (std::size_t i = 0; i < stream.size(); ++i) stream[i] = uint8_t('a' + i % 26);
+  const int T = 128, B = 64;
+  std::vector<int> plain(B * T), plaint(B * T), mixed(B * T), mixedt(B * T);
+  training_batch(stream, T, 0, B, 7, 3, plain.data(), plaint.data());
+  training_batch(stream, T, 0, B, 7, 3, mixed.data(), mixedt.data(), 0.0);
+  EXPECT_EQ(plain, mixed);
+  training_batch(stream, T, 0, B, 7, 3, mixed.data(), mixedt.data(), 0.5);
+  const std::string question = " What is the pass key? The pass key is ";
+  int samples = 0;
+  std::set<std::string> keys;
+  for (int b = 0; b < B; ++b) {
+    std::string text;
+    for (int t = 0; t < T; ++t) text += char(mixed[b * T + t]);
+    text += char(mixedt[b * T + T - 1]);
+    if (std::equal(mixed.begin() + b * T, mixed.begin() + (b + 1) * T, plain.begin() + b * T)) continue;
+    ++samples;
+    const std::string key = text.substr(text.size() - 5);
+    ASSERT_EQ(text.substr(text.size() - 5 - question.size(), question.size()), question) << text;
+    EXPECT_NE(text.find(" The pass key is " + key + ". Remember it. "), std::string::npos) << text;
+    keys.insert(key);
+  }
+  // Binomial(64, 1/2): 32 +- 4 s.d. (4 x 4).
+  EXPECT_GE(samples, 16);
+  EXPECT_LE(samples, 48);
+  EXPECT_GE(keys.size(), std::size_t(samples - 2));  // keys differ between elements
+  // No training key is one evaluation asks with the same seed (trials 0..).
+  for (uint64_t trial = 0; trial < 20; ++trial) {
+    const auto e = passkey_sample(stream, T, 0.5, 7, trial);
+    EXPECT_EQ(keys.count(std::string(e.end() - 5, e.end())), 0u) << trial;
+  }
+}
+
 TEST(nn_train, warmup_then_cosine_to_the_floor) {
   TrainConfig c;
   c.steps = 1000;

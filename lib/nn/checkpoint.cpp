@@ -114,6 +114,8 @@ void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::st
   // ... and before learned_sigma and learned_shared (issue 14).
   if (have.contains("model") && !have["model"].contains("learned_sigma")) have["model"]["learned_sigma"] = 1.0;
   if (have.contains("model") && !have["model"].contains("learned_shared")) have["model"]["learned_shared"] = false;
+  // ... and before passkey_fraction (issue 35).
+  if (have.contains("train") && !have["train"].contains("passkey_fraction")) have["train"]["passkey_fraction"] = 0.0;
   const std::string d = first_difference(have, want, "");
   if (!d.empty())
     throw CheckpointError(

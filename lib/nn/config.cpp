@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 #include <toml++/toml.h>
 
+#include "nn/passkey.h"
 #include "nn/scheme.h"
 
 namespace routelab::nn {
@@ -130,6 +131,7 @@ RunConfig parse_run_config(const toml::table& t, const std::string& where, const
     r.real("beta2", c.train.beta2, 0.0, 1.0, false, true);
     r.real("eps", c.train.eps, 0.0, 1.0, true);
     r.real("grad_clip", c.train.grad_clip, 0.0, 1e9);
+    r.real("passkey_fraction", c.train.passkey_fraction, 0.0, 1.0);
     long long seed = (long long)c.train.seed;
     r.integer64("seed", seed, 0, (1LL << 62));
     c.train.seed = uint64_t(seed);
@@ -185,6 +187,10 @@ void validate(const RunConfig& c, const std::string& where) {
   if (m.householder_beta != "path" && m.householder_beta != "reflection")
     throw ConfigError(fmt::format("{}: [model] householder_beta must be \"path\" or \"reflection\"", where));
   if (c.corpus.empty()) throw ConfigError(fmt::format("{}: [data] corpus must be a directory path", where));
+  if (c.train.passkey_fraction > 0 && m.context < passkey_min_length())
+    throw ConfigError(fmt::format("{}: [train] passkey_fraction needs context >= {} (a passkey sample's length); "
+                                  "context is {}",
+                                  where, passkey_min_length(), m.context));
 }
 
 std::string to_toml(const RunConfig& c) {
@@ -201,7 +207,8 @@ std::string to_toml(const RunConfig& c) {
     << "batch = " << t.batch << "\nsteps = " << t.steps << "\nlr = " << num(t.lr)
     << "\nmin_lr_ratio = " << num(t.min_lr_ratio) << "\nwarmup = " << t.warmup
     << "\nweight_decay = " << num(t.weight_decay) << "\nbeta1 = " << num(t.beta1) << "\nbeta2 = " << num(t.beta2)
-    << "\neps = " << num(t.eps) << "\ngrad_clip = " << num(t.grad_clip) << "\nseed = " << t.seed
+    << "\neps = " << num(t.eps) << "\ngrad_clip = " << num(t.grad_clip)
+    << "\npasskey_fraction = " << num(t.passkey_fraction) << "\nseed = " << t.seed
     << "\ncheckpoint_every = " << t.checkpoint_every << "\nlog_every = " << t.log_every << "\n\n[data]\ncorpus = "
     << toml::value<std::string>(c.corpus) << "\n";
   return o.str();
@@ -219,7 +226,8 @@ nlohmann::json to_json(const RunConfig& c) {
           {"train",
            {{"batch", t.batch}, {"steps", t.steps}, {"lr", t.lr}, {"min_lr_ratio", t.min_lr_ratio},
             {"warmup", t.warmup}, {"weight_decay", t.weight_decay}, {"beta1", t.beta1}, {"beta2", t.beta2},
-            {"eps", t.eps}, {"grad_clip", t.grad_clip}, {"seed", t.seed}, {"checkpoint_every", t.checkpoint_every},
+            {"eps", t.eps}, {"grad_clip", t.grad_clip},
+            {"passkey_fraction", t.passkey_fraction}, {"seed", t.seed}, {"checkpoint_every", t.checkpoint_every},
             {"log_every", t.log_every}}},
           {"data", {{"corpus", c.corpus}}}};
 }

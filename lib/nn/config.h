@@ -70,6 +70,9 @@ struct TrainConfig {
   double beta2 = 0.95;
   double eps = 1e-8;
   double grad_clip = 1.0;  // global-norm clip; 0 turns it off
+  // The share of training windows replaced by a passkey retrieval sample of
+  // the training length (nn/passkey.h): data in which far context pays.
+  double passkey_fraction = 0;
   uint64_t seed = 1;
   int checkpoint_every = 100;
   int log_every = 10;

@@ -18,6 +18,7 @@
 #include "nn/backend.h"
 #include "nn/checkpoint.h"
 #include "nn/model.h"
+#include "nn/passkey.h"
 #include "nn/streams.h"
 #include "stats/distributed.h"
 #include "rng/stream.h"
@@ -70,14 +71,21 @@ RunConfig load_run_dir_config(const std::string& run_dir) {
 }
 
 void training_batch(const std::vector<uint8_t>& stream, int T, int first_b, int B, uint64_t seed, int step,
-                    int* tokens, int* targets) {
+                    int* tokens, int* targets, double passkey_fraction) {
   const uint64_t span = stream.size() - uint64_t(T);  // offsets 0 .. size - T - 1
   for (int b = 0; b < B; ++b) {
     Stream s(seed, batch_stream(uint64_t(step), uint64_t(first_b + b)));
     const uint64_t off = s.below(span);
+    const uint8_t* window = stream.data() + off;
+    std::vector<uint8_t> sample;
+    if (passkey_fraction > 0 && s.uniform() < passkey_fraction) {
+      const double depth = s.uniform();
+      sample = passkey_sample(stream, T, depth, seed, training_passkey_trial(uint64_t(step), uint64_t(first_b + b)));
+      window = sample.data();
+    }
     for (int t = 0; t < T; ++t) {
-      tokens[int64_t(b) * T + t] = stream[off + t];
-      targets[int64_t(b) * T + t] = stream[off + t + 1];
+      tokens[int64_t(b) * T + t] = window[t];
+      targets[int64_t(b) * T + t] = window[t + 1];
     }
   }
 }
@@ -147,7 +155,8 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
   const auto loop_start = std::chrono::steady_clock::now();
   for (int step = summary.start_step; step < c.train.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
-    training_batch(corpus.train, T, first_b, local_B, c.train.seed, step, tokens.data(), targets.data());
+    training_batch(corpus.train, T, first_b, local_B, c.train.seed, step, tokens.data(), targets.data(),
+                   c.train.passkey_fraction);
     last_loss = model->forward(tokens.data(), targets.data(), local_B, T, uint64_t(step), true, first_b);
     model->backward();
     model->mean_grads_over_ranks();

@@ -40,8 +40,11 @@ struct TrainSummary {
 // The training windows: element b of step s starts at a uniform offset drawn
 // from the stream (seed, batch_stream(s, b)). tokens/targets are B x T and
 // hold elements first_b .. first_b + B - 1 (one rank's share of the batch).
+// With passkey_fraction > 0 the same stream then says whether the element is
+// instead a passkey sample of length T (filler from `stream`, depth uniform
+// in [0, 1]); the offset is drawn first, so 0 gives the plain batches' bytes.
 void training_batch(const std::vector<uint8_t>& stream, int T, int first_b, int B, uint64_t seed, int step,
-                    int* tokens, int* targets);
+                    int* tokens, int* targets, double passkey_fraction = 0);
 
 TrainSummary train_run(const RunConfig& c, const TrainOptions& opt);
 
