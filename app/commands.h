@@ -29,6 +29,10 @@ std::string take_device_flag(std::vector<std::string>& args);
 // status 2. A missing or unexpected corpus throws data::CorpusError.
 int cmd_corpus(const std::vector<std::string>& args);
 
+// routelab claims CSV... [--csv FILE] [--markdown]: the paper's claims judged
+// from experiment CSVs (lib/claims).
+int cmd_claims(const std::vector<std::string>& args);
+
 // routelab train --config FILE [--out RUN_DIR] [--resume] [--threads T]
 int cmd_train(const std::vector<std::string>& args);
 // routelab eval --run RUN_DIR --lengths 1x,2x,... [--out FILE] [--threads T]

@@ -11,6 +11,7 @@
 //   routelab passkey --run RUN --lengths ... --depths ...   retrieval accuracy
 //   routelab probe --run RUN --lengths ... attention rows and angle gaps of a trained run
 //   routelab experiment FILE.toml          every scheme and seed, CSV, figure
+//   routelab claims CSV...                 the paper's claims judged from experiment CSVs
 // Under mpirun, every rank computes its share of each sample stream and rank 0
 // writes.
 // Bad input: one line on stderr naming the flag and what it accepts, exit 2,
@@ -30,12 +31,14 @@
 
 #include "app/commands.h"
 #include "base/version.h"
+#include "claims/claims.h"
 #include "cuda/device.h"
 #include "data/brown.h"
 #include "groups/family.h"
 #include "nn/checkpoint.h"
 #include "nn/config.h"
 #include "nn/train.h"
+#include "io/csv_read.h"
 #include "io/output.h"
 #include "io/table.h"
 #include "sims/runner.h"
@@ -133,11 +136,12 @@ int run(int argc, char** argv) {
       if (args[0] == "passkey") return cmd_passkey(rest);
       if (args[0] == "probe") return cmd_probe(rest);
       if (args[0] == "experiment") return cmd_experiment(rest);
+      if (args[0] == "claims") return cmd_claims(rest);
       const char* known[] = {"verify", "families", "sims", "merge"};
       if (args[0][0] != '-' && std::find(std::begin(known), std::end(known), args[0]) == std::end(known))
         return bad_input("unknown command '" + args[0] +
                          "'; accepts sim, verify, families, sims, merge, corpus, train, eval, export, passkey, probe, "
-                         "experiment (see routelab --help)");
+                         "experiment, claims (see routelab --help)");
     }
 
     CLI::App app{"routelab: numerical checks of \"Why Do Accumulated Transformations Extrapolate?\""};
@@ -162,6 +166,7 @@ int run(int argc, char** argv) {
     app.add_subcommand("passkey", "passkey retrieval against length and depth (routelab passkey --help)");
     app.add_subcommand("probe", "far mass and angle gaps inside trained runs (routelab probe --help)");
     app.add_subcommand("experiment", "train, evaluate and plot every scheme and seed (routelab experiment --help)");
+    app.add_subcommand("claims", "the paper's claims judged from experiment CSVs (routelab claims --help)");
     auto* merge = app.add_subcommand("merge", "combine the partial CSVs of --shard K/N runs into one file");
     std::vector<std::string> partials;
     std::string merged;
@@ -228,6 +233,10 @@ int run(int argc, char** argv) {
   } catch (const cuda::DeviceError& e) {
     return bad_input(e.what());
   } catch (const OutputError& e) {
+    return bad_input(e.what());
+  } catch (const CsvError& e) {
+    return bad_input(e.what());
+  } catch (const claims::ClaimsError& e) {
     return bad_input(e.what());
   } catch (const std::exception& e) {
     if (dist::is_root()) std::fprintf(stderr, "routelab: error: %s\n", e.what());

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "sim_rows.h"
 #include "groups/so2.h"
 #include "sims/random_variant.h"
 #include "sims/runner.h"
@@ -19,11 +20,7 @@ SimContext random_variant_context(long long samples, int threads = 2) {
   return SimContext{5, threads, samples, 0};  // seed, threads, samples, point
 }
 
-std::string cell(const SimRow& r, const std::string& key) {
-  for (const auto& [k, v] : r.cells)
-    if (k == key) return v;
-  return "";
-}
+using routelab::testing::cell;
 
 // A copy: callers pass the rows of a call, a temporary that dies with the statement.
 SimRow row(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& key,

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "sim_rows.h"
 #include "groups/so2_phases.h"
 #include "planted_law.h"
 #include "rng/philox_lanes.h"
@@ -24,11 +25,7 @@ SimContext score_tail_context(long long samples, int threads = 2) {
   return SimContext{11, threads, samples, 0};  // seed, threads, samples, point
 }
 
-std::string cell(const SimRow& r, const std::string& key) {
-  for (const auto& [k, v] : r.cells)
-    if (k == key) return v;
-  return "";
-}
+using routelab::testing::cell;
 
 // Rows of a quantity (prefix) at walk length n ("" = any).
 std::vector<SimRow> rows_of(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& n = "") {

@@ -1,0 +1,44 @@
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "app/commands.h"
+#include "claims/claims.h"
+#include "io/output.h"
+#include "io/table.h"
+
+namespace routelab {
+
+int cmd_claims(const std::vector<std::string>& args) {
+  CLI::App app{"the paper's experimental claims, judged from experiment CSVs: each claim's rule at every setting "
+               "found in them, over the seeds found",
+               "routelab claims"};
+  std::vector<std::string> csvs;
+  std::string out;
+  bool markdown = false;
+  app.add_option("csvs", csvs, "experiment eval CSVs (each with its FILE.json); the first one's base config is the "
+                               "reference setting")
+      ->required();
+  app.add_option("--csv", out, "also write every verdict as tidy CSV (and its sidecar)");
+  app.add_flag("--markdown", markdown, "print the README's table (claims x settings) instead of the aligned table");
+  if (int s = parse_subcommand(app, args, "claims"); s >= 0) return s;
+  const auto start = std::chrono::steady_clock::now();
+  OutputFiles files("claims");
+  for (const auto& c : csvs) files.input(c), files.input(c + ".json");
+  if (!out.empty()) files.output(out, "--csv"), files.output(out + ".json", "the sidecar --csv FILE.json");
+  const auto results = claims::evaluate_claims(claims::read_settings(csvs));
+  if (!out.empty()) {
+    files.set(out, claims::claims_csv(results));
+    files.set(out + ".json",
+              sidecar_text(out, {{"command", "claims"}, {"csvs", csvs}},
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+    files.commit();
+  }
+  std::fputs((markdown ? claims::claims_markdown(results) : claims::claims_table(results)).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace routelab

@@ -1,0 +1,429 @@
+#include "claims/claims.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+
+#include <boost/math/distributions/students_t.hpp>
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "io/csv_read.h"
+#include "io/parse.h"
+#include "io/table.h"
+
+namespace routelab::claims {
+
+std::optional<double> SettingReadings::at(const std::string& scheme, uint64_t seed, int64_t ratio) const {
+  const auto s = bpb.find(scheme);
+  if (s == bpb.end()) return std::nullopt;
+  const auto k = s->second.find(seed);
+  if (k == s->second.end()) return std::nullopt;
+  const auto r = k->second.find(ratio);
+  if (r == k->second.end()) return std::nullopt;
+  return r->second;
+}
+
+std::vector<uint64_t> SettingReadings::seeds(const std::string& scheme) const {
+  std::vector<uint64_t> out;
+  const auto s = bpb.find(scheme);
+  if (s != bpb.end())
+    for (const auto& [seed, _] : s->second) out.push_back(seed);
+  return out;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// The rules' arithmetic
+
+constexpr int64_t kLongest = 64;  // "long" and "extreme" lengths: 64x the training length
+
+std::string bits(double x) { return fmt::format("{:.3f}", x); }
+std::string signed_bits(double x) { return fmt::format("{:+.3f}", x); }
+
+// bpb(ratio) - bpb(1x) in one seed.
+std::optional<double> rise(const SettingReadings& s, const std::string& scheme, uint64_t seed, int64_t ratio) {
+  const auto a = s.at(scheme, seed, 1), b = s.at(scheme, seed, ratio);
+  if (!a || !b) return std::nullopt;
+  return *b - *a;
+}
+
+// The largest rise from 1x at any length in (1x, up_to]; needs 1x and up_to.
+std::optional<double> max_rise(const SettingReadings& s, const std::string& scheme, uint64_t seed, int64_t up_to) {
+  if (!rise(s, scheme, seed, up_to)) return std::nullopt;
+  double m = -INFINITY;
+  for (int64_t r = 2; r <= up_to; r *= 2)
+    if (const auto x = rise(s, scheme, seed, r)) m = std::max(m, *x);
+  return m;
+}
+
+// One subject per scheme present: margin(seed) from `f`, seeds where it has a value.
+template <class F>
+std::vector<SubjectMargins> per_scheme(const SettingReadings& s, const std::vector<std::string>& schemes, F f) {
+  std::vector<SubjectMargins> out;
+  for (const auto& scheme : schemes) {
+    SubjectMargins m{scheme, {}};
+    for (uint64_t seed : s.seeds(scheme))
+      if (auto x = f(scheme, seed)) m.seeds.push_back({seed, x->first, x->second});
+    if (!m.seeds.empty()) out.push_back(std::move(m));
+  }
+  return out;
+}
+
+using Margin = std::optional<std::pair<double, std::string>>;
+
+const std::vector<std::string> kRotationOnly = {"rope",       "rope_qkv",     "random_qk",     "random_qkv",
+                                                "learned_qk", "learned_qkv",  "projected_qk",  "projected_qkv",
+                                                "householder_qk", "householder_qkv"};
+
+// Random accumulated angles beat RoPE at long lengths: at 64x, the better of
+// rope and rope_qkv minus the random scheme, in the same seed.
+std::vector<SubjectMargins> random_beats_rope(const SettingReadings& s) {
+  return per_scheme(s, {"random_qk", "random_qkv"}, [&](const std::string& scheme, uint64_t seed) -> Margin {
+    const auto random = s.at(scheme, seed, kLongest);
+    const auto rope = s.at("rope", seed, kLongest), rope_qkv = s.at("rope_qkv", seed, kLongest);
+    if (!random || (!rope && !rope_qkv)) return std::nullopt;
+    const double best = std::min(rope.value_or(INFINITY), rope_qkv.value_or(INFINITY));
+    std::string numbers = fmt::format("{} {}", scheme, bits(*random));
+    if (rope) numbers += ", rope " + bits(*rope);
+    if (rope_qkv) numbers += ", rope_qkv " + bits(*rope_qkv);
+    return std::pair{best - *random, numbers + " at 64x"};
+  });
+}
+
+// Learned accumulated angles stay near their training-length bits through
+// 16x: no length in (1x, 16x] more than kNearBits above 1x.
+std::vector<SubjectMargins> learned_near_through_16x(const SettingReadings& s) {
+  return per_scheme(s, {"learned_qk", "learned_qkv"}, [&](const std::string& scheme, uint64_t seed) -> Margin {
+    const auto m = max_rise(s, scheme, seed, 16);
+    if (!m) return std::nullopt;
+    return std::pair{kNearBits - *m, fmt::format("1x {}, largest rise to 16x {}", bits(*s.at(scheme, seed, 1)),
+                                                 signed_bits(*m))};
+  });
+}
+
+// Rotating V too makes the far contributions combine incoherently, so QKV
+// should degrade less: the rise from 1x to 64x of _qk minus that of _qkv.
+std::vector<SubjectMargins> qkv_rises_less(const SettingReadings& s) {
+  const std::pair<const char*, const char*> families[] = {{"rope", "rope_qkv"},
+                                                          {"random_qk", "random_qkv"},
+                                                          {"learned_qk", "learned_qkv"},
+                                                          {"projected_qk", "projected_qkv"},
+                                                          {"householder_qk", "householder_qkv"}};
+  std::vector<SubjectMargins> out;
+  for (const auto& [qk, qkv] : families) {
+    std::string family = qkv;
+    family = family.substr(0, family.size() - 4);  // rope, random, learned, ...
+    SubjectMargins m{family, {}};
+    for (uint64_t seed : s.seeds(qkv)) {
+      const auto r_qk = rise(s, qk, seed, kLongest), r_qkv = rise(s, qkv, seed, kLongest);
+      if (!r_qk || !r_qkv) continue;
+      std::string numbers = fmt::format("rise to 64x qk {} qkv {}", signed_bits(*r_qk), signed_bits(*r_qkv));
+      const auto m_qk = rise(s, qk, seed, 16), m_qkv = rise(s, qkv, seed, 16);
+      if (m_qk && m_qkv) numbers += fmt::format("; to 16x qk {} qkv {}", signed_bits(*m_qk), signed_bits(*m_qkv));
+      numbers += fmt::format("; level at 64x qk {} qkv {}", bits(*s.at(qk, seed, kLongest)),
+                             bits(*s.at(qkv, seed, kLongest)));
+      m.seeds.push_back({seed, *r_qk - *r_qkv, numbers});
+    }
+    if (!m.seeds.empty()) out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// Rotation-only schemes degrade at extreme lengths: the rise from 1x to 64x
+// is more than kNearBits (not "near").
+std::vector<SubjectMargins> rotation_only_degrades(const SettingReadings& s) {
+  return per_scheme(s, kRotationOnly, [&](const std::string& scheme, uint64_t seed) -> Margin {
+    const auto r = rise(s, scheme, seed, kLongest);
+    if (!r) return std::nullopt;
+    return std::pair{*r - kNearBits, fmt::format("rise 1x to 64x {}", signed_bits(*r))};
+  });
+}
+
+// Flat: no length up to 64x more than kNearBits above 1x.
+std::vector<SubjectMargins> flat(const SettingReadings& s, const std::vector<std::string>& schemes) {
+  return per_scheme(s, schemes, [&](const std::string& scheme, uint64_t seed) -> Margin {
+    const auto m = max_rise(s, scheme, seed, kLongest);
+    if (!m) return std::nullopt;
+    return std::pair{kNearBits - *m, fmt::format("1x {}, largest rise to 64x {}", bits(*s.at(scheme, seed, 1)),
+                                                 signed_bits(*m))};
+  });
+}
+std::vector<SubjectMargins> alibi_flat(const SettingReadings& s) { return flat(s, {"alibi"}); }
+std::vector<SubjectMargins> far_mass_control_flat(const SettingReadings& s) {
+  return flat(s, {"learned_qkv_forget", "learned_qkv_alibi", "random_qkv_alibi"});
+}
+
+}  // namespace
+
+const std::vector<Claim>& all_claims() {
+  static const std::vector<Claim> claims = {
+      {"random_beats_rope", "random accumulated angles beat RoPE at long lengths",
+       "at 64x, min(rope, rope_qkv) minus the random scheme's bits per byte, same seed, is > 0", random_beats_rope},
+      {"learned_near_16x", "learned accumulated angles stay near their training-length perplexity through 16x",
+       "every length from 2x to 16x is less than 0.1 bits above 1x", learned_near_through_16x},
+      {"qkv_rises_less", "rotating Q, K and V beats rotating Q and K (value rotation reduces the rise with length)",
+       "the rise from 1x to 64x of the _qk scheme minus that of the _qkv scheme, same seed, is > 0", qkv_rises_less},
+      {"rotation_degrades", "rotation-only schemes degrade at extreme lengths",
+       "the rise from 1x to 64x is more than 0.1 bits", rotation_only_degrades},
+      {"alibi_flat", "ALiBi stays flat", "every length from 2x to 64x is less than 0.1 bits above 1x", alibi_flat},
+      {"far_mass_control_flat",
+       "accumulated rotation with far-mass control (forget gate, ALiBi biases) stays flat (beyond the paper)",
+       "every length from 2x to 64x is less than 0.1 bits above 1x", far_mass_control_flat},
+  };
+  return claims;
+}
+
+const char* verdict_name(Verdict v) { return v == Verdict::yes ? "yes" : v == Verdict::no ? "no" : "marginal"; }
+
+ClaimResult judge(const std::vector<SeedMargin>& margins) {
+  ClaimResult r;
+  r.seeds = margins;
+  const std::size_t n = margins.size();
+  if (n == 0) return r;
+  double sum = 0;
+  for (const auto& m : margins) sum += m.margin;
+  r.mean = sum / double(n);
+  r.lo = r.hi = r.mean;
+  if (n >= 2) {
+    double ss = 0;
+    for (const auto& m : margins) ss += (m.margin - r.mean) * (m.margin - r.mean);
+    const double sd = std::sqrt(ss / double(n - 1));
+    const double t = boost::math::quantile(boost::math::students_t(double(n - 1)), 0.975);
+    r.lo = r.mean - t * sd / std::sqrt(double(n));
+    r.hi = r.mean + t * sd / std::sqrt(double(n));
+  }
+  for (const auto& m : margins) r.agree += (m.margin > 0) == (r.mean > 0) && m.margin != 0;
+  r.verdict = r.lo > 0 ? Verdict::yes : r.hi < 0 ? Verdict::no : Verdict::marginal;
+  if (n == 1) r.verdict = r.mean > 0 ? Verdict::yes : r.mean < 0 ? Verdict::no : Verdict::marginal;
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Reading the CSVs
+
+namespace {
+
+std::string slurp_or_refuse(const std::string& path, const std::string& what) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ClaimsError(fmt::format("claims: cannot read {} ({}); pass experiment CSVs, each with its FILE.json", path, what));
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+std::string json_text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return std::to_string(v.get<long long>());
+  if (v.is_number_unsigned()) return std::to_string(v.get<unsigned long long>());
+  if (v.is_number_float()) return fmt::format("{}", v.get<double>());
+  return v.dump();
+}
+
+// Keys that do not make a setting: the run's identity and bookkeeping.
+bool identity_key(const std::string& k) {
+  return k == "scheme" || k == "seed" || k == "checkpoint_every" || k == "log_every" || k == "vocab";
+}
+
+using Config = std::map<std::string, std::string>;
+
+Config flatten_config(const nlohmann::json& config, const std::string& where) {
+  Config out;
+  for (const char* section : {"model", "train", "data"}) {
+    if (!config.contains(section) || !config[section].is_object())
+      throw ClaimsError(fmt::format("claims: {}'s config has no [{}]; is it an experiment's sidecar?", where, section));
+    for (const auto& [k, v] : config[section].items())
+      if (!identity_key(k)) out[k] = json_text(v);
+  }
+  return out;
+}
+
+std::string setting_label(const Config& c, const Config& reference) {
+  std::string label;
+  for (const auto& [k, v] : c) {
+    const auto r = reference.find(k);
+    if (r != reference.end() && r->second == v) continue;
+    // A corpus is named by its folder: data/gcide -> gcide.
+    const std::string shown = k == "corpus" ? v.substr(v.find_last_of('/') + 1) : v;
+    label += (label.empty() ? "" : " ") + k + "=" + shown;
+  }
+  return label.empty() ? "default" : label;
+}
+
+}  // namespace
+
+std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs) {
+  if (csvs.empty()) throw ClaimsError("claims: name at least one experiment CSV");
+  std::vector<SettingReadings> settings;
+  std::map<std::string, std::map<std::tuple<std::string, uint64_t, int64_t>, std::string>> source;
+  std::optional<Config> reference;
+  for (const auto& path : csvs) {
+    const CsvTable t = parse_csv(slurp_or_refuse(path, "the CSV"), path);
+    const auto side = nlohmann::json::parse(slurp_or_refuse(path + ".json", "its sidecar"), nullptr, false);
+    if (side.is_discarded() || !side.contains("config"))
+      throw ClaimsError(fmt::format("claims: {}.json is not an experiment's sidecar (no config)", path));
+    const Config base = flatten_config(side["config"], path);
+    if (!reference) reference = base;
+    std::vector<std::string> swept;
+    if (side.contains("swept_keys"))
+      for (const auto& k : side["swept_keys"]) swept.push_back(k.get<std::string>());
+    const int c_scheme = t.column("scheme"), c_seed = t.column("seed"), c_train = t.column("train_len"),
+              c_eval = t.column("eval_len"), c_bpb = t.column("bits_per_byte");
+    if (c_scheme < 0 || c_seed < 0 || c_train < 0 || c_eval < 0 || c_bpb < 0)
+      throw ClaimsError(fmt::format("claims: {} lacks a column of scheme, seed, train_len, eval_len, bits_per_byte; "
+                                 "is it an experiment's eval CSV?",
+                                 path));
+    std::vector<int> c_swept;
+    for (const auto& k : swept) {
+      c_swept.push_back(t.column(k));
+      if (c_swept.back() < 0) throw ClaimsError(fmt::format("claims: {} has no column {}, a swept key of its sidecar", path, k));
+    }
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+      const auto& row = t.rows[i];
+      Config c = base;
+      for (std::size_t k = 0; k < swept.size(); ++k)
+        if (!row[c_swept[k]].empty()) c[swept[k]] = row[c_swept[k]];
+      const auto seed = parse_unsigned(row[c_seed]);
+      const auto T = parse_integer(row[c_train]), L = parse_integer(row[c_eval]);
+      const auto b = parse_finite(row[c_bpb]);
+      if (!seed || !T || !L || !b || *T <= 0 || *L <= 0)
+        throw ClaimsError(fmt::format("claims: {} row {}: seed, train_len, eval_len and bits_per_byte must be numbers",
+                                   path, i + 1));
+      if (*L % *T != 0) continue;  // a length that is no multiple of the training length
+      const std::string label = setting_label(c, *reference);
+      auto it = std::find_if(settings.begin(), settings.end(), [&](const auto& s) { return s.setting == label; });
+      if (it == settings.end()) it = settings.insert(settings.end(), SettingReadings{label, {}});
+      const std::string& scheme = row[c_scheme];
+      const int64_t ratio = *L / *T;
+      auto& cell = it->bpb[scheme][*seed];
+      const auto key = std::tuple{scheme, *seed, ratio};
+      if (const auto have = cell.find(ratio); have != cell.end() && have->second != *b)
+        throw ClaimsError(fmt::format("claims: {} seed {} at {}x ({}) reads {} in {} and {} in {}", scheme, *seed, ratio,
+                                   label, format_number(have->second), source[label][key], format_number(*b), path));
+      cell[ratio] = *b;
+      source[label][key] = path;
+    }
+  }
+  // The default setting first, then in order of appearance.
+  std::stable_partition(settings.begin(), settings.end(), [](const auto& s) { return s.setting == "default"; });
+  return settings;
+}
+
+std::vector<ClaimResult> evaluate_claims(const std::vector<SettingReadings>& settings,
+                                         const std::vector<Claim>& claims) {
+  std::vector<ClaimResult> out;
+  for (const Claim& claim : claims) {
+    std::map<std::string, double> default_sd;  // subject -> s.d. of its margins at the default setting
+    for (const SettingReadings& s : settings)
+      for (const SubjectMargins& m : claim.margins(s)) {
+        ClaimResult r = judge(m.seeds);
+        r.claim = claim.id;
+        r.subject = m.subject;
+        r.setting = s.setting;
+        if (s.setting == "default" && m.seeds.size() >= 2) {
+          double ss = 0;
+          for (const auto& x : m.seeds) ss += (x.margin - r.mean) * (x.margin - r.mean);
+          default_sd[m.subject] = std::sqrt(ss / double(m.seeds.size() - 1));
+        }
+        if (const auto d = default_sd.find(m.subject); d != default_sd.end()) {
+          r.default_sd = d->second;
+          r.near_flip = std::abs(r.mean) < 2 * d->second;
+        }
+        out.push_back(std::move(r));
+      }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Output
+
+namespace {
+
+std::string joined(const std::vector<SeedMargin>& seeds, std::string (*f)(const SeedMargin&), const char* sep) {
+  std::string out;
+  for (const auto& s : seeds) out += (out.empty() ? "" : sep) + f(s);
+  return out;
+}
+
+std::string seed_list(const ClaimResult& r) {
+  return joined(r.seeds, [](const SeedMargin& s) { return std::to_string(s.seed); }, ";");
+}
+
+std::string fixed(double x) { return fmt::format("{:+.3f}", x); }
+
+}  // namespace
+
+std::string claims_csv(const std::vector<ClaimResult>& results) {
+  std::string out =
+      "claim,subject,setting,seeds,n,margin_mean,margin_lo,margin_hi,agree,verdict,default_sd,near_flip,margins,"
+      "numbers\n";
+  for (const auto& r : results)
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.claim, r.subject, csv_field(r.setting),
+                       seed_list(r), r.seeds.size(), format_number(r.mean), format_number(r.lo), format_number(r.hi),
+                       r.agree, verdict_name(r.verdict), format_number(r.default_sd),
+                       r.default_sd ? (r.near_flip ? "true" : "false") : "",
+                       joined(r.seeds, [](const SeedMargin& s) { return format_number(s.margin); }, ";"),
+                       csv_field(joined(r.seeds,
+                                        [](const SeedMargin& s) {
+                                          return "seed " + std::to_string(s.seed) + ": " + s.numbers;
+                                        },
+                                        "; ")));
+  return out;
+}
+
+std::string claims_table(const std::vector<ClaimResult>& results) {
+  std::string out = fmt::format("{:<22} {:<19} {:<28} {:>5} {:<9} {:>7} {:<18} {:>5}  {}\n", "claim", "subject",
+                                "setting", "seeds", "verdict", "margin", "95% interval", "agree", "near flip");
+  for (const auto& r : results)
+    out += fmt::format("{:<22} {:<19} {:<28} {:>5} {:<9} {:>7} {:<18} {:>5}  {}\n", r.claim, r.subject, r.setting,
+                       r.seeds.size(), verdict_name(r.verdict), fixed(r.mean),
+                       r.seeds.size() >= 2 ? fmt::format("[{}, {}]", fixed(r.lo), fixed(r.hi)) : "(one seed)",
+                       fmt::format("{}/{}", r.agree, r.seeds.size()),
+                       !r.default_sd ? "?" : r.near_flip ? "yes" : "no");
+  return out;
+}
+
+std::string claims_markdown(const std::vector<ClaimResult>& results) {
+  std::vector<std::string> settings;
+  for (const auto& r : results)
+    if (std::find(settings.begin(), settings.end(), r.setting) == settings.end()) settings.push_back(r.setting);
+  std::string out = "| claim | subject |";
+  for (const auto& s : settings) out += " " + s + " |";
+  out += "\n|---|---|";
+  for (std::size_t i = 0; i < settings.size(); ++i) out += "---|";
+  out += "\n";
+  std::string last_claim;
+  std::vector<std::pair<std::string, std::string>> rows_seen;
+  for (const auto& r : results) {
+    if (std::find(rows_seen.begin(), rows_seen.end(), std::pair{r.claim, r.subject}) != rows_seen.end()) continue;
+    rows_seen.push_back({r.claim, r.subject});
+    out += "| " + (r.claim == last_claim ? std::string() : "`" + r.claim + "`") + " | " + r.subject + " |";
+    last_claim = r.claim;
+    for (const auto& s : settings) {
+      const auto it = std::find_if(results.begin(), results.end(), [&](const ClaimResult& x) {
+        return x.claim == r.claim && x.subject == r.subject && x.setting == s;
+      });
+      if (it == results.end()) {
+        out += " |";
+        continue;
+      }
+      const std::size_t n = it->seeds.size();
+      std::string cell = it->verdict == Verdict::marginal ? "marginal" : "**" + std::string(verdict_name(it->verdict)) + "**";
+      cell += " " + fixed(it->mean);
+      cell += n >= 2 ? fmt::format(" [{}, {}] {}/{}", fixed(it->lo), fixed(it->hi), it->agree, n) : " (1 seed)";
+      if (it->near_flip) cell += " †";
+      out += " " + cell + " |";
+    }
+    out += "\n";
+  }
+  out += "\nMargins in bits per byte, positive where the claim holds; mean over seeds, 95% t interval, seeds that "
+         "agree. marginal: the interval covers 0. †: within twice the default setting's seed s.d. of flipping.\n\n";
+  for (const Claim& c : all_claims()) out += fmt::format("- `{}`: {}. Rule: {}.\n", c.id, c.wording, c.rule);
+  return out;
+}
+
+}  // namespace routelab::claims

@@ -1,0 +1,267 @@
+// routelab claims: each claim's rule on hand-made readings whose margins are
+// known by construction (yes, no and mixed seeds), a planted wrong rule that
+// the same check catches, the CSV reading (settings from sidecars, shared
+// runs, conflicts) and the command line.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <functional>
+
+#include "claims/claims.h"
+#include "cli_helpers.h"
+#include "io/csv_read.h"
+#include "io/table.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using routelab::claims::all_claims;
+using routelab::claims::Claim;
+using routelab::claims::ClaimResult;
+using routelab::claims::ClaimsError;
+using routelab::claims::evaluate_claims;
+using routelab::claims::judge;
+using routelab::claims::kNearBits;
+using routelab::claims::read_settings;
+using routelab::claims::SettingReadings;
+using routelab::claims::SubjectMargins;
+using routelab::claims::verdict_name;
+using ClaimVerdict = routelab::claims::Verdict;
+using routelab::testing::expect_refusal;
+using routelab::testing::run_routelab;
+using routelab::testing::slurp;
+using routelab::testing::spit;
+using routelab::testing::TempDir;
+
+constexpr int64_t kRatios[] = {1, 2, 4, 8, 16, 32, 64};
+
+// A curve over 1x..64x: `base` everywhere, then the given ratios overridden.
+void curve(SettingReadings& s, const std::string& scheme, uint64_t seed, double base,
+           std::map<int64_t, double> at = {}) {
+  for (int64_t r : kRatios) s.bpb[scheme][seed][r] = at.count(r) ? at[r] : base;
+}
+
+// Readings in which claim `id` has margin m[k] in seed k + 1, by the claim's
+// intended meaning (the wording, not the code).
+SettingReadings readings_with_margins(const std::string& id, const std::array<double, 3>& m) {
+  SettingReadings s{"default", {}};
+  const double near = kNearBits;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    const double x = m[seed - 1];
+    if (id == "random_beats_rope") {
+      // The better RoPE at 64x is rope (4.0); random is x below it.
+      curve(s, "rope", seed, 2.3, {{64, 4.0}});
+      curve(s, "rope_qkv", seed, 2.3, {{64, 4.1}});
+      curve(s, "random_qk", seed, 2.8, {{64, 4.0 - x}});
+      curve(s, "random_qkv", seed, 2.8, {{64, 4.0 - x}});
+    } else if (id == "learned_near_16x") {
+      // 16x is the highest point up to 16x, near - x above 1x; 32x and 64x are
+      // far above and must not count.
+      for (const char* scheme : {"learned_qk", "learned_qkv"})
+        curve(s, scheme, seed, 2.3 + near - x - 0.01, {{1, 2.3}, {16, 2.3 + near - x}, {32, 9}, {64, 9}});
+    } else if (id == "qkv_rises_less") {
+      // QK rises 1.0 to 64x, QKV 1.0 - x; their levels at 1x differ.
+      for (const auto& [qk, qkv] : {std::pair{"rope", "rope_qkv"}, std::pair{"learned_qk", "learned_qkv"}}) {
+        curve(s, qk, seed, 2.5, {{1, 2.0}, {64, 3.0}});
+        curve(s, qkv, seed, 2.5, {{1, 2.2}, {64, 3.2 - x}});
+      }
+    } else if (id == "rotation_degrades") {
+      curve(s, "rope", seed, 2.3, {{64, 2.3 + near + x}});
+      curve(s, "random_qkv", seed, 2.8, {{64, 2.8 + near + x}});
+    } else if (id == "alibi_flat" || id == "far_mass_control_flat") {
+      // Some length from 2x to 64x is the highest: near - x above 1x.
+      const std::string scheme = id == "alibi_flat" ? "alibi" : "learned_qkv_forget";
+      curve(s, scheme, seed, 2.4 + near - x - 0.01, {{1, 2.4}, {8, 2.4 + near - x}});
+    }
+  }
+  return s;
+}
+
+const Claim& claim(const std::string& id) {
+  for (const Claim& c : all_claims())
+    if (c.id == id) return c;
+  throw std::runtime_error("no claim " + id);
+}
+
+// Does `c` give, on readings built for its id, exactly the margins built in
+// and the verdicts they imply (yes, no, marginal)? The message says where not.
+std::string rule_meets_its_design(const Claim& c) {
+  const std::array<double, 3> cases[] = {{0.3, 0.25, 0.35}, {-0.3, -0.25, -0.35}, {0.1, -0.2, 0.05}};
+  const ClaimVerdict expected[] = {ClaimVerdict::yes, ClaimVerdict::no, ClaimVerdict::marginal};
+  for (int k = 0; k < 3; ++k) {
+    const auto subjects = c.margins(readings_with_margins(c.id, cases[k]));
+    if (subjects.empty()) return "no subject";
+    for (const auto& sub : subjects) {
+      if (sub.seeds.size() != 3) return sub.subject + ": not 3 seeds";
+      for (int i = 0; i < 3; ++i)
+        if (std::abs(sub.seeds[i].margin - cases[k][i]) > 1e-12)
+          return sub.subject + ": margin " + std::to_string(sub.seeds[i].margin) + " for " +
+                 std::to_string(cases[k][i]);
+      if (judge(sub.seeds).verdict != expected[k]) return sub.subject + ": verdict " + verdict_name(judge(sub.seeds).verdict);
+    }
+  }
+  return "";
+}
+
+TEST(Claims, EveryRuleGivesYesNoAndMarginalByDesign) {
+  ASSERT_EQ(all_claims().size(), 6u);
+  for (const Claim& c : all_claims()) EXPECT_EQ(rule_meets_its_design(c), "") << c.id;
+}
+
+// Planted errors: the same check must catch a flipped comparison and a
+// loosened threshold.
+TEST(Claims, APlantedWrongRuleIsCaught) {
+  Claim flipped = claim("random_beats_rope");
+  flipped.margins = [](const SettingReadings& s) {
+    auto out = claim("random_beats_rope").margins(s);
+    for (auto& sub : out)
+      for (auto& seed : sub.seeds) seed.margin = -seed.margin;  // random minus RoPE
+    return out;
+  };
+  EXPECT_NE(rule_meets_its_design(flipped), "");
+  Claim loose = claim("learned_near_16x");
+  loose.margins = [](const SettingReadings& s) {
+    auto out = claim("learned_near_16x").margins(s);
+    for (auto& sub : out)
+      for (auto& seed : sub.seeds) seed.margin += 0.1;  // "near" read as 0.2 bits
+    return out;
+  };
+  EXPECT_NE(rule_meets_its_design(loose), "");
+  Claim wrong_length = claim("rotation_degrades");
+  wrong_length.margins = [](const SettingReadings& s) {
+    // The rise to 32x instead of 64x.
+    std::vector<SubjectMargins> out;
+    for (const char* scheme : {"rope", "random_qkv"}) {
+      SubjectMargins m{scheme, {}};
+      for (uint64_t seed : s.seeds(scheme))
+        m.seeds.push_back({seed, *s.at(scheme, seed, 32) - *s.at(scheme, seed, 1) - kNearBits, ""});
+      out.push_back(m);
+    }
+    return out;
+  };
+  EXPECT_NE(rule_meets_its_design(wrong_length), "");
+}
+
+TEST(Claims, JudgeUsesTheTIntervalAndCountsAgreement) {
+  // Mean 0.2, s.d. 0.1, n = 3: t(2) = 4.303, half-width 0.2484.
+  const ClaimResult r = judge({{1, 0.1, ""}, {2, 0.2, ""}, {3, 0.3, ""}});
+  EXPECT_NEAR(r.mean, 0.2, 1e-12);
+  EXPECT_NEAR(r.hi - r.mean, 4.302652729911275 * 0.1 / std::sqrt(3.0), 1e-9);
+  EXPECT_EQ(r.verdict, ClaimVerdict::marginal);  // every seed agrees, yet the interval covers 0
+  EXPECT_EQ(r.agree, 3);
+  const ClaimResult one = judge({{7, -0.01, ""}});
+  EXPECT_EQ(one.verdict, ClaimVerdict::no);
+  EXPECT_EQ(one.lo, one.hi);
+  EXPECT_EQ(judge({{1, 0.5, ""}, {2, 0.52, ""}}).verdict, ClaimVerdict::yes);
+}
+
+// ---------------------------------------------------------------------------
+// CSVs
+
+const char* kSidecar = R"({"config": {"model": {"d_model": 128, "context": 128, "scheme": "rope", "vocab": 256},
+  "train": {"steps": 1500, "seed": 1, "lr": 0.001}, "data": {"corpus": "data/brown"}}, "swept_keys": %s})";
+
+std::string sidecar(const std::string& swept) {
+  std::string s = kSidecar;
+  return s.replace(s.find("%s"), 2, swept);
+}
+
+// Rows of an eval CSV for a curve 1x..64x at training length T.
+std::string rows(const std::string& prefix, const std::string& scheme_seed_suffix, int64_t T, double base,
+                 double at64) {
+  std::string out;
+  for (int64_t r : kRatios)
+    out += prefix + scheme_seed_suffix + "," + std::to_string(T) + "," + std::to_string(r * T) + ",10,1000," +
+           routelab::format_number(r == 64 ? at64 : base) + ",1\n";
+  return out;
+}
+
+TEST(ClaimsCsv, SettingsComeFromTheSidecarsAndSharedRunsMerge) {
+  TempDir t;
+  const std::string head = "scheme,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n";
+  spit(t.path / "a.csv", head + rows("", "rope,1", 128, 2.3, 4.0) + rows("", "random_qkv,1", 128, 2.8, 3.1));
+  spit(t.path / "a.csv.json", sidecar("[]"));
+  // The second experiment shares rope-s1 (same rows) and sweeps context and corpus.
+  const std::string head2 = "scheme,context,corpus,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n";
+  spit(t.path / "b.csv", head2 + rows("", "rope,128,data/brown,1", 128, 2.3, 4.0) +
+                             rows("", "rope,64,data/brown,1", 64, 2.4, 3.0) +
+                             rows("", "random_qkv,64,data/brown,1", 64, 2.9, 3.2) +
+                             rows("", "rope,128,data/gcide,1", 128, 1.9, 3.5));
+  spit(t.path / "b.csv.json", sidecar(R"(["context", "corpus"])"));
+  const auto settings = read_settings({(t.path / "a.csv").string(), (t.path / "b.csv").string()});
+  ASSERT_EQ(settings.size(), 3u);
+  EXPECT_EQ(settings[0].setting, "default");
+  EXPECT_EQ(settings[1].setting, "context=64");
+  EXPECT_EQ(settings[2].setting, "corpus=gcide");
+  EXPECT_EQ(*settings[1].at("rope", 1, 64), 3.0);
+  const auto results = evaluate_claims(settings);
+  const auto find = [&](const std::string& claim, const std::string& subject, const std::string& setting) {
+    for (const auto& r : results)
+      if (r.claim == claim && r.subject == subject && r.setting == setting) return r;
+    ADD_FAILURE() << claim << " " << subject << " " << setting;
+    return ClaimResult{};
+  };
+  EXPECT_NEAR(find("random_beats_rope", "random_qkv", "default").mean, 0.9, 1e-12);
+  EXPECT_EQ(find("random_beats_rope", "random_qkv", "context=64").verdict, ClaimVerdict::no);
+  EXPECT_NEAR(find("rotation_degrades", "rope", "corpus=gcide").mean, 1.6 - kNearBits, 1e-12);
+
+  // The same run read differently in two files is refused, naming both.
+  spit(t.path / "c.csv", head + rows("", "rope,1", 128, 2.3, 4.5));
+  spit(t.path / "c.csv.json", sidecar("[]"));
+  try {
+    read_settings({(t.path / "a.csv").string(), (t.path / "c.csv").string()});
+    ADD_FAILURE() << "no error";
+  } catch (const ClaimsError& e) {
+    EXPECT_NE(std::string(e.what()).find("rope seed 1 at 64x (default) reads 4 in"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ClaimsCsv, CsvReaderTakesQuotesAndRefusesRaggedRows) {
+  const auto t = routelab::parse_csv("a,b\n\"x,1\",\"say \"\"hi\"\"\"\n\"two\nlines\",3\n", "t.csv");
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows[0][0], "x,1");
+  EXPECT_EQ(t.rows[0][1], "say \"hi\"");
+  EXPECT_EQ(t.rows[1][0], "two\nlines");
+  EXPECT_THROW(routelab::parse_csv("a,b\n1\n", "t.csv"), routelab::CsvError);
+  EXPECT_THROW(routelab::parse_csv("a,b\n\"1,2\n", "t.csv"), routelab::CsvError);
+  EXPECT_THROW(routelab::parse_csv("", "t.csv"), routelab::CsvError);
+}
+
+TEST(ClaimsCli, WritesTheTableAndCsvAndRefusesForeignFiles) {
+  TempDir t;
+  const std::string head = "scheme,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n";
+  std::string csv;
+  for (int seed = 1; seed <= 3; ++seed)
+    csv += rows("", "rope," + std::to_string(seed), 128, 2.3, 4.0 + 0.01 * seed) +
+           rows("", "alibi," + std::to_string(seed), 128, 2.4, 2.39);
+  spit(t.path / "e.csv", head + csv);
+  spit(t.path / "e.csv.json", sidecar("[]"));
+  const auto r = run_routelab("claims e.csv --csv v.csv", t.path, t.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("alibi_flat"), std::string::npos) << r.out;
+  const std::string v = slurp(t.path / "v.csv");
+  EXPECT_EQ(v.substr(0, v.find('\n')),
+            "claim,subject,setting,seeds,n,margin_mean,margin_lo,margin_hi,agree,verdict,default_sd,near_flip,margins,"
+            "numbers");
+  EXPECT_NE(v.find("\nalibi_flat,alibi,default,1;2;3,3,"), std::string::npos) << v;
+  EXPECT_TRUE(fs::exists(t.path / "v.csv.json"));
+  const auto md = run_routelab("claims e.csv --markdown", t.path, t.path);
+  ASSERT_EQ(md.status, 0) << md.err;
+  EXPECT_EQ(md.out.substr(0, md.out.find('\n')), "| claim | subject | default |");
+
+  spit(t.path / "noside.csv", head + csv);
+  spit(t.path / "other.csv", "check,result\nx,y\n");
+  spit(t.path / "other.csv.json", sidecar("[]"));
+  spit(t.path / "ragged.csv", head + "rope,1,128\n");
+  spit(t.path / "ragged.csv.json", sidecar("[]"));
+  routelab::testing::expect_refusals_touch_nothing(
+      {{"claims", "csvs is required"},
+       {"claims missing.csv", "cannot read missing.csv"},
+       {"claims noside.csv", "cannot read noside.csv.json"},
+       {"claims other.csv", "lacks a column of scheme, seed"},
+       {"claims ragged.csv", "row 1 has 3 cells"},
+       {"claims e.csv --csv e.csv", "--csv"}},
+      t.path);
+}
+
+}  // namespace
