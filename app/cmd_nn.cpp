@@ -222,7 +222,7 @@ int cmd_experiment(const std::vector<std::string>& args) {
   CLI::App app{"train every scheme and seed of an experiment, evaluate each, gather one CSV and a figure",
                "routelab experiment"};
   std::string config, device = "cpu";
-  bool quiet = false, no_plot = false, tf32 = false, list = false;
+  bool quiet = false, no_plot = false, tf32 = false, list = false, finished = false;
   int threads = 0;
   std::vector<std::string> only;
   app.add_option("config", config, "experiment TOML (e.g. experiments/extrapolation-cpu.toml)")->required();
@@ -231,6 +231,8 @@ int cmd_experiment(const std::vector<std::string>& args) {
                  "from the experiment's existing CSVs")
       ->delimiter(',');
   app.add_flag("--list", list, "print every run (directory, scheme, seed, swept values, state) and stop");
+  app.add_flag("--finished", finished,
+               "train and evaluate nothing: write the CSVs from the runs already done (results so far)");
   add_threads_option(app, threads);
   app.add_flag("--no-plot", no_plot, "write the CSVs only");
   app.add_flag("--quiet", quiet, "no progress lines");
@@ -244,7 +246,7 @@ int cmd_experiment(const std::vector<std::string>& args) {
     std::fputs(nn::experiment_listing(e).c_str(), stdout);
     return 0;
   }
-  nn::run_experiment(e, !quiet, model_backend(device, tf32), only);
+  nn::run_experiment(e, !quiet, model_backend(device, tf32), only, finished);
   if (no_plot) return 0;
   // The figure comes from plots/, which reads the CSV and never recomputes.
   const char* py = std::getenv("PY");

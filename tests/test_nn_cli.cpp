@@ -245,6 +245,25 @@ TEST(nn_cli, a_sweep_over_the_corpus_names_runs_by_the_folder) {
             std::string::npos);
 }
 
+// --finished: the rows of the runs already done, nothing trained.
+TEST(nn_cli, experiment_finished_gathers_the_runs_done_so_far) {
+  TempDir tmp;
+  const std::string head = "seeds = [1]\nlengths = \"1x,2x\"\nout = \"runs\"\ncsv = \"out/x.csv\"\n";
+  spit(tmp / "one.toml", "[experiment]\nschemes = [\"rope\"]\n" + head + tiny_config("nope", 4, 2));
+  ASSERT_EQ(run_routelab("experiment one.toml --no-plot --quiet", tmp.path, tmp.path).status, 0);
+  const std::string rope_rows = slurp(tmp / "out/x.csv");
+  spit(tmp / "two.toml", "[experiment]\nschemes = [\"rope\", \"alibi\"]\n" + head + tiny_config("nope", 4, 2));
+  const auto r = run_routelab("experiment two.toml --no-plot --quiet --finished", tmp.path, tmp.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(slurp(tmp / "out/x.csv"), rope_rows);
+  EXPECT_FALSE(fs::exists(tmp / "runs/alibi-s1"));
+  const auto side = nlohmann::json::parse(slurp(tmp / "out/x.csv.json"));
+  EXPECT_EQ(side["runs"][1]["run"], "runs/alibi-s1");
+  EXPECT_EQ(side["runs"][1]["unfinished"], true);
+  expect_refusal(run_routelab("experiment two.toml --no-plot --finished --only alibi", tmp.path, tmp.path),
+                 "--finished and --only do not go together");
+}
+
 TEST(nn_cli, passkey_writes_one_row_per_length_and_depth) {
   TempDir tmp;
   train_tiny_run(tmp, "learned_qkv_forget", 10);

@@ -544,8 +544,10 @@ std::string experiment_listing(const ExperimentConfig& e) {
 }
 
 void run_experiment(const ExperimentConfig& e, bool progress, const BackendFactory& backend,
-                    const std::vector<std::string>& only) {
+                    const std::vector<std::string>& only, bool finished_only) {
   const auto start = std::chrono::steady_clock::now();
+  if (finished_only && !only.empty())
+    throw ConfigError("--finished and --only do not go together: --finished trains nothing, --only retrains");
   for (std::size_t i = 0; i < only.size(); ++i) {
     if (std::find(e.schemes.begin(), e.schemes.end(), only[i]) == e.schemes.end())
     {
@@ -605,31 +607,35 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
       require_same_config(ck, c, checkpoint_path(dir));
       trained = ck.step == c.train.steps;
     }
+    const std::string eval_csv = (fs::path(dir) / "eval.csv").string();
+    const std::string pk = (fs::path(dir) / "passkey.csv").string();
+    // A finished evaluation at the same lengths is kept, and a passkey run
+    // only when it asked the same questions.
+    const auto evaluated = [&] {
+      const auto side = nlohmann::json::parse(slurp(eval_csv + ".json"), nullptr, false);
+      return trained && !side.is_discarded() && side.value("lengths_text", "") == e.lengths;
+    };
+    const auto passkey_kept = [&] {
+      const auto side = nlohmann::json::parse(slurp(pk + ".json"), nullptr, false);
+      return trained && !side.is_discarded() && side.value("trials", 0) == e.passkey_trials &&
+             side.value("lengths_text", "") == e.passkey_lengths && side.contains("depths") &&
+             side["depths"].get<std::vector<double>>() == e.passkey_depths;
+    };
+    if (finished_only && !(evaluated() && (e.passkey_trials == 0 || passkey_kept()))) {
+      runs.push_back({{"run", dir}, {"scheme", c.model.scheme}, {"seed", c.train.seed}, {"swept", values},
+                      {"unfinished", true}});
+      continue;
+    }
     double train_s = 0;
     if (!trained) {
       if (progress) fmt::print(stderr, "experiment: training {}\n", dir);
       train_s = train_run(c, {dir, true, progress, backend}).wall_seconds;
     }
-    const std::string eval_csv = (fs::path(dir) / "eval.csv").string();
-    // A finished evaluation at the same lengths is kept.
-    bool evaluated = false;
-    if (trained && fs::exists(eval_csv + ".json")) {
-      const auto side = nlohmann::json::parse(slurp(eval_csv + ".json"), nullptr, false);
-      evaluated = !side.is_discarded() && side.value("lengths_text", "") == e.lengths;
-    }
-    if (!evaluated) {
-      evaluate_run(dir, e.lengths, eval_csv, progress, backend);
-    }
+    if (!evaluated()) evaluate_run(dir, e.lengths, eval_csv, progress, backend);
     rows += with_swept(body(slurp(eval_csv)), p.swept_values);
     pos_rows += with_swept(body(slurp(positions_path(eval_csv))), p.swept_values);
     if (e.passkey_trials > 0) {
-      const std::string pk = (fs::path(dir) / "passkey.csv").string();
-      // Kept only when it asked the same questions.
-      const auto side = nlohmann::json::parse(slurp(pk + ".json"), nullptr, false);
-      const bool same = !side.is_discarded() && side.value("trials", 0) == e.passkey_trials &&
-                        side.value("lengths_text", "") == e.passkey_lengths && side.contains("depths") &&
-                        side["depths"].get<std::vector<double>>() == e.passkey_depths;
-      if (!trained || !same)
+      if (!passkey_kept())
         passkey_run(dir, e.passkey_lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress, backend);
       passkey_rows += with_swept(body(slurp(pk)), p.swept_values);
     }
@@ -644,7 +650,8 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
   files.set(e.csv, with_swept(eval_csv_header(), keys) + rows);
   nlohmann::json cfg = {{"command", "experiment"}, {"config", to_json(e.base)}, {"schemes", e.schemes},
                         {"seeds", e.seeds},         {"swept_keys", keys},       {"lengths", e.lengths},
-                        {"only", only},             {"runs", runs}};
+                        {"only", only},             {"finished_only", finished_only},
+                        {"runs", runs}};
   files.set(e.csv + ".json",
             sidecar_text(e.csv, cfg, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
   files.commit();

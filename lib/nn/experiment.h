@@ -112,8 +112,11 @@ std::string experiment_listing(const ExperimentConfig& e);
 // byte, from the experiment's existing CSVs, so one scheme can be retrained
 // (a changed default, say) without retraining the rest. Refused (ConfigError,
 // before any work) when a name is not one of the experiment's schemes or the
-// existing CSVs lack a header or rows for a kept point.
+// existing CSVs lack a header or rows for a kept point. `finished_only`
+// trains and evaluates nothing: the CSVs get the rows of the runs already
+// done (a long experiment's results so far; the sidecar marks the others
+// "unfinished").
 void run_experiment(const ExperimentConfig& e, bool progress, const BackendFactory& backend = {},
-                    const std::vector<std::string>& only = {});
+                    const std::vector<std::string>& only = {}, bool finished_only = false);
 
 }  // namespace routelab::nn
