@@ -216,6 +216,25 @@ TEST(ClaimsCsv, SettingsComeFromTheSidecarsAndSharedRunsMerge) {
   }
 }
 
+// A key a sidecar lacks (it predates the key) reads as routelab's default,
+// so older and newer experiments share the default setting.
+TEST(ClaimsCsv, AKeyAnOlderSidecarLacksHasItsDefault) {
+  TempDir t;
+  const std::string head = "scheme,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n";
+  spit(t.path / "old.csv", head + rows("", "rope,1", 128, 2.3, 4.0));
+  spit(t.path / "old.csv.json", sidecar("[]"));
+  std::string newer = sidecar(R"(["passkey_fraction"])");
+  newer.replace(newer.find("\"lr\": 0.001"), 11, "\"lr\": 0.001, \"passkey_fraction\": 0");
+  spit(t.path / "new.csv", "scheme,passkey_fraction,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n" +
+                               rows("", "alibi,0,1", 128, 2.4, 2.4) + rows("", "alibi,0.25,1", 128, 2.4, 2.4));
+  spit(t.path / "new.csv.json", newer);
+  const auto settings = read_settings({(t.path / "old.csv").string(), (t.path / "new.csv").string()});
+  ASSERT_EQ(settings.size(), 2u);
+  EXPECT_EQ(settings[0].setting, "default");
+  EXPECT_TRUE(settings[0].at("alibi", 1, 1).has_value());
+  EXPECT_EQ(settings[1].setting, "passkey_fraction=0.25");
+}
+
 TEST(ClaimsCsv, CsvReaderTakesQuotesAndRefusesRaggedRows) {
   const auto t = routelab::parse_csv("a,b\n\"x,1\",\"say \"\"hi\"\"\"\n\"two\nlines\",3\n", "t.csv");
   ASSERT_EQ(t.rows.size(), 2u);
@@ -260,7 +279,8 @@ TEST(ClaimsCli, WritesTheTableAndCsvAndRefusesForeignFiles) {
        {"claims noside.csv", "cannot read noside.csv.json"},
        {"claims other.csv", "lacks a column of scheme, seed"},
        {"claims ragged.csv", "row 1 has 3 cells"},
-       {"claims e.csv --csv e.csv", "--csv"}},
+       {"claims e.csv --csv e.csv", "--csv"},
+       {"claims e.csv --settings default,context=64", "'context=64' is not a setting of these CSVs; they hold: default"}},
       t.path);
 }
 

@@ -260,6 +260,12 @@ TEST(nn_cli, experiment_finished_gathers_the_runs_done_so_far) {
   const auto side = nlohmann::json::parse(slurp(tmp / "out/x.csv.json"));
   EXPECT_EQ(side["runs"][1]["run"], "runs/alibi-s1");
   EXPECT_EQ(side["runs"][1]["unfinished"], true);
+  // The loss curve in blocks of 100 steps: the 4 steps of rope-s1 (log_every
+  // 5 logs none but the last) are one block.
+  const std::string loss = slurp(tmp / "out/x-loss.csv");
+  EXPECT_EQ(loss.substr(0, loss.find('\n')), "scheme,seed,step,loss");
+  EXPECT_EQ(count_lines(loss), 2) << loss;
+  EXPECT_EQ(loss.find("\nrope,1,100,"), loss.find('\n')) << loss;
   expect_refusal(run_routelab("experiment two.toml --no-plot --finished --only alibi", tmp.path, tmp.path),
                  "--finished and --only do not go together");
 }

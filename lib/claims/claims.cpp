@@ -14,6 +14,7 @@
 #include "io/csv_read.h"
 #include "io/parse.h"
 #include "io/table.h"
+#include "nn/config.h"
 
 namespace routelab::claims {
 
@@ -230,14 +231,25 @@ bool identity_key(const std::string& k) {
 
 using Config = std::map<std::string, std::string>;
 
-Config flatten_config(const nlohmann::json& config, const std::string& where) {
-  Config out;
-  for (const char* section : {"model", "train", "data"}) {
-    if (!config.contains(section) || !config[section].is_object())
-      throw ClaimsError(fmt::format("claims: {}'s config has no [{}]; is it an experiment's sidecar?", where, section));
+void add_keys(Config& out, const nlohmann::json& config) {
+  for (const char* section : {"model", "train", "data"})
     for (const auto& [k, v] : config[section].items())
       if (!identity_key(k)) out[k] = json_text(v);
-  }
+}
+
+// A sidecar's base configuration; a key it lacks (written before the key
+// existed) has the value it had then, routelab's default.
+Config flatten_config(const nlohmann::json& config, const std::string& where) {
+  for (const char* section : {"model", "train", "data"})
+    if (!config.contains(section) || !config[section].is_object())
+      throw ClaimsError(fmt::format("claims: {}'s config has no [{}]; is it an experiment's sidecar?", where, section));
+  static const Config defaults = [] {
+    Config d;
+    add_keys(d, nn::to_json(nn::RunConfig{}));
+    return d;
+  }();
+  Config out = defaults;
+  add_keys(out, config);
   return out;
 }
 

@@ -12,6 +12,7 @@
 
 #include "data/brown.h"
 #include "io/output.h"
+#include "io/parse.h"
 #include "io/table.h"
 #include "nn/checkpoint.h"
 #include "nn/eval.h"
@@ -351,12 +352,42 @@ ExperimentConfig load_experiment_config(const std::string& path) {
 std::string eval_csv_header() { return "scheme,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n"; }
 std::string positions_csv_header() { return "scheme,seed,train_len,eval_len,pos_lo,pos_hi,tokens,bits_per_byte\n"; }
 
+// The training loss of one run, in blocks of kLossBlock steps: the mean of
+// the losses train.csv logged inside each block (their timing columns vary
+// between machines, the losses do not), so convergence can be judged from
+// the committed CSV. Columns: scheme, seed, step (the block's last), loss.
+constexpr int kLossBlock = 100;
+std::string loss_curve_header() { return "scheme,seed,step,loss\n"; }
+std::string loss_curve_rows(const std::string& train_csv, const std::string& scheme, uint64_t seed) {
+  std::string out;
+  std::istringstream lines(train_csv);
+  std::string line;
+  std::getline(lines, line);  // header: step,loss,...
+  double sum = 0;
+  int n = 0, block = 1;
+  auto flush = [&] {
+    if (n > 0) out += fmt::format("{},{},{},{}\n", scheme, seed, block * kLossBlock, format_number(sum / n));
+    sum = 0, n = 0;
+  };
+  while (std::getline(lines, line)) {
+    const auto comma = line.find(','), next = line.find(',', comma + 1);
+    const auto step = parse_integer(line.substr(0, comma));
+    const auto loss = parse_finite(line.substr(comma + 1, next - comma - 1));
+    if (!step || !loss) continue;
+    while (*step > block * kLossBlock) flush(), ++block;
+    sum += *loss, ++n;
+  }
+  flush();
+  return out;
+}
+
 std::string csv_with_suffix(const std::string& csv, const std::string& suffix) {
   return (csv.ends_with(".csv") ? csv.substr(0, csv.size() - 4) : csv) + suffix;
 }
 
 std::string positions_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-positions.csv"); }
 std::string passkey_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-passkey.csv"); }
+std::string loss_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-loss.csv"); }
 
 Checkpoint load_run_checkpoint(const std::string& run_dir, const RunConfig& c, std::string* file_sha256) {
   const std::string path = checkpoint_path(run_dir);
@@ -584,8 +615,15 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
   files.output(e.csv, "[experiment] csv");
   files.output(positions_path(e.csv), "[experiment] csv's -positions.csv");
   if (e.passkey_trials > 0) files.output(passkey_path(e.csv), "[experiment] csv's -passkey.csv");
+  files.output(loss_path(e.csv), "[experiment] csv's -loss.csv");
   files.output(e.csv + ".json", "[experiment] csv's sidecar");
-  std::string rows, pos_rows, passkey_rows;
+  std::string rows, pos_rows, passkey_rows, loss_rows;
+  // Every run whose folder holds its training log, kept by --only or not.
+  const auto add_loss_rows = [&](const ExperimentPoint& p) {
+    loss_rows += with_swept(loss_curve_rows(slurp((fs::path(p.dir) / "train.csv").string()), p.config.model.scheme,
+                                            p.config.train.seed),
+                            p.swept_values);
+  };
   nlohmann::json runs = nlohmann::json::array();
   for (const ExperimentPoint& p : e.points) {
     const RunConfig& c = p.config;
@@ -597,6 +635,7 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
       rows += k[0];
       pos_rows += k[1];
       if (e.passkey_trials > 0) passkey_rows += k[2];
+      add_loss_rows(p);
       runs.push_back({{"run", dir}, {"scheme", c.model.scheme}, {"seed", c.train.seed}, {"swept", values},
                       {"rows_kept_from_previous_csv", true}});
       continue;
@@ -634,6 +673,7 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
     if (!evaluated()) evaluate_run(dir, e.lengths, eval_csv, progress, backend);
     rows += with_swept(body(slurp(eval_csv)), p.swept_values);
     pos_rows += with_swept(body(slurp(positions_path(eval_csv))), p.swept_values);
+    add_loss_rows(p);
     if (e.passkey_trials > 0) {
       if (!passkey_kept())
         passkey_run(dir, e.passkey_lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress, backend);
@@ -648,6 +688,7 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
   files.set(positions_path(e.csv), with_swept(positions_csv_header(), keys) + pos_rows);
   if (e.passkey_trials > 0) files.set(passkey_path(e.csv), with_swept(passkey_csv_header(), keys) + passkey_rows);
   files.set(e.csv, with_swept(eval_csv_header(), keys) + rows);
+  files.set(loss_path(e.csv), with_swept(loss_curve_header(), keys) + loss_rows);
   nlohmann::json cfg = {{"command", "experiment"}, {"config", to_json(e.base)}, {"schemes", e.schemes},
                         {"seeds", e.seeds},         {"swept_keys", keys},       {"lengths", e.lengths},
                         {"only", only},             {"finished_only", finished_only},
