@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -16,20 +17,34 @@ int cmd_claims(const std::vector<std::string>& args) {
   CLI::App app{"the paper's experimental claims, judged from experiment CSVs: each claim's rule at every setting "
                "found in them, over the seeds found",
                "routelab claims"};
-  std::vector<std::string> csvs;
+  std::vector<std::string> csvs, only_settings;
   std::string out;
   bool markdown = false;
   app.add_option("csvs", csvs, "experiment eval CSVs (each with its FILE.json); the first one's base config is the "
                                "reference setting")
       ->required();
   app.add_option("--csv", out, "also write every verdict as tidy CSV (and its sidecar)");
+  app.add_option("--settings", only_settings,
+                 "SETTING[,SETTING...]: judge only these settings (as the table names them: default, context=64, ...)")
+      ->delimiter(',');
   app.add_flag("--markdown", markdown, "print the README's table (claims x settings) instead of the aligned table");
   if (int s = parse_subcommand(app, args, "claims"); s >= 0) return s;
   const auto start = std::chrono::steady_clock::now();
   OutputFiles files("claims");
   for (const auto& c : csvs) files.input(c), files.input(c + ".json");
   if (!out.empty()) files.output(out, "--csv"), files.output(out + ".json", "the sidecar --csv FILE.json");
-  const auto results = claims::evaluate_claims(claims::read_settings(csvs));
+  auto settings = claims::read_settings(csvs);
+  for (const auto& want : only_settings)
+    if (std::none_of(settings.begin(), settings.end(), [&](const auto& s) { return s.setting == want; })) {
+      std::string names;
+      for (const auto& s : settings) names += (names.empty() ? "" : ", ") + s.setting;
+      throw claims::ClaimsError("--settings: '" + want + "' is not a setting of these CSVs; they hold: " + names);
+    }
+  if (!only_settings.empty())
+    std::erase_if(settings, [&](const auto& s) {
+      return std::find(only_settings.begin(), only_settings.end(), s.setting) == only_settings.end();
+    });
+  const auto results = claims::evaluate_claims(settings);
   if (!out.empty()) {
     files.set(out, claims::claims_csv(results));
     files.set(out + ".json",
