@@ -1,4 +1,4 @@
-#include "nn/config.h"
+#include "runs/config.h"
 
 #include <filesystem>
 #include <set>
@@ -9,7 +9,7 @@
 
 #include "nn/scheme.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 namespace {
 
@@ -108,7 +108,7 @@ RunConfig parse_run_config(const toml::table& t, const std::string& where, const
     r.integer("layers", c.model.layers, 1, 256);
     r.integer("mlp_ratio", c.model.mlp_ratio, 1, 64);
     r.integer("context", c.model.context, 1, 1 << 20);
-    r.text("scheme", c.model.scheme, "one of " + scheme_names());
+    r.text("scheme", c.model.scheme, "one of " + nn::scheme_names());
     r.real("angle_scale", c.model.angle_scale, 0.0, 1e6);
     r.real("rope_base", c.model.rope_base, 1.0, 1e12, true);
     r.text("learned_init", c.model.learned_init, kLearnedInits);
@@ -168,13 +168,15 @@ RunConfig load_run_config(const std::string& path) {
 }
 
 void validate(const RunConfig& c, const std::string& where) {
-  const ModelConfig& m = c.model;
-  const SchemeInfo* s = find_scheme(m.scheme);
-  if (!s) throw ConfigError(fmt::format("{}: [model] scheme '{}' is unknown; accepted: {}", where, m.scheme, scheme_names()));
+  const nn::ModelConfig& m = c.model;
+  const nn::SchemeInfo* s = nn::find_scheme(m.scheme);
+  if (!s)
+    throw ConfigError(
+        fmt::format("{}: [model] scheme '{}' is unknown; accepted: {}", where, m.scheme, nn::scheme_names()));
   if (m.d_model % m.heads != 0)
     throw ConfigError(fmt::format("{}: [model] heads = {} does not divide d_model = {}; heads must divide d_model",
                                   where, m.heads, m.d_model));
-  if (s->angles != AngleKind::none && m.head_dim() % 2 != 0)
+  if (s->angles != nn::AngleKind::none && m.head_dim() % 2 != 0)
     throw ConfigError(fmt::format("{}: [model] scheme '{}' rotates pairs of coordinates, so d_model / heads must be "
                                   "even (it is {})",
                                   where, m.scheme, m.head_dim()));
@@ -224,4 +226,4 @@ nlohmann::json to_json(const RunConfig& c) {
           {"data", {{"corpus", c.corpus}}}};
 }
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

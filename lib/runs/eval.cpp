@@ -1,16 +1,20 @@
-#include "nn/eval.h"
+#include "runs/eval.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <stdexcept>
 
 #include <fmt/core.h>
 
-namespace routelab::nn {
+#include "io/output.h"
+#include "io/table.h"
+#include "runs/memory.h"
+#include "runs/run_dir.h"
 
-int eval_batch(int64_t L) { return int(std::max<int64_t>(1, 8192 / L)); }
+namespace routelab::runs {
 
-EvalResult evaluate(ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L, std::vector<float>* kept) {
+EvalResult evaluate(nn::ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L, std::vector<float>* kept) {
   EvalResult r;
   r.eval_len = L;
   r.windows = stream.size() > 0 ? int64_t(stream.size() - 1) / L : 0;
@@ -41,12 +45,12 @@ EvalResult evaluate(ModelBackend& model, const std::vector<uint8_t>& stream, int
   return r;
 }
 
-EvalResult evaluate(Model<float>& model, const std::vector<uint8_t>& stream, int64_t L) {
-  CpuBackend backend(model);
+EvalResult evaluate(nn::Model<float>& model, const std::vector<uint8_t>& stream, int64_t L) {
+  nn::CpuBackend backend(model);
   return evaluate(backend, stream, L);
 }
 
-void forward_windows(ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L, int64_t windows,
+void forward_windows(nn::ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L, int64_t windows,
                      const std::function<void(int64_t w0, int B)>& done) {
   const int batch = eval_batch(L);
   std::vector<int> tokens, targets;
@@ -64,9 +68,9 @@ void forward_windows(ModelBackend& model, const std::vector<uint8_t>& stream, in
   }
 }
 
-void forward_windows(Model<float>& model, const std::vector<uint8_t>& stream, int64_t L, int64_t windows,
+void forward_windows(nn::Model<float>& model, const std::vector<uint8_t>& stream, int64_t L, int64_t windows,
                      const std::function<void(int64_t w0, int B)>& done) {
-  CpuBackend backend(model);
+  nn::CpuBackend backend(model);
   forward_windows(backend, stream, L, windows, done);
 }
 
@@ -89,4 +93,106 @@ std::vector<int64_t> parse_lengths(const std::string& text, int64_t train_len) {
   return out;
 }
 
-}  // namespace routelab::nn
+std::string eval_csv_header() { return "scheme,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n"; }
+std::string positions_csv_header() { return "scheme,seed,train_len,eval_len,pos_lo,pos_hi,tokens,bits_per_byte\n"; }
+
+std::string csv_with_suffix(const std::string& csv, const std::string& suffix) {
+  return (csv.ends_with(".csv") ? csv.substr(0, csv.size() - 4) : csv) + suffix;
+}
+
+std::string positions_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-positions.csv"); }
+
+TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengths_text) {
+  TrainedRun r;
+  r.config = load_run_dir_config(run_dir);
+  try {
+    r.lengths = parse_lengths(lengths_text, r.config.model.context);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(std::string("--lengths: ") + e.what());
+  }
+  const Checkpoint ck = load_run_checkpoint(run_dir, r.config);
+  r.step = ck.step;
+  r.corpus = data::load_corpus(r.config.corpus);
+  // A window of L bytes predicts L + 1: every length must fit the stream.
+  for (int64_t L : r.lengths)
+    if (L + 1 > int64_t(r.corpus.val.size()))
+      throw ConfigError(fmt::format("--lengths: {} is longer than the validation stream of {} ({} bytes); accepted: "
+                                    "at most {}",
+                                    L, run_dir, r.corpus.val.size(), r.corpus.val.size() - 1));
+  for (int64_t L : r.lengths) require_memory(evaluation_bytes(r.config.model, L), fmt::format("evaluating at {}", L));
+  r.model = std::make_unique<nn::Model<float>>(r.config.model, r.config.train.seed);
+  r.model->params.assign(ck.params.begin(), ck.params.end());
+  return r;
+}
+
+std::unique_ptr<nn::ModelBackend> trained_run_backend(TrainedRun& run, const nn::BackendFactory& backend) {
+  if (!backend) return std::make_unique<nn::CpuBackend>(*run.model);
+  std::unique_ptr<nn::ModelBackend> model = backend(run.config.model, run.config.train.seed);
+  model->set_params({run.model->params.begin(), run.model->params.end()});
+  return model;
+}
+
+std::string evaluate_run(const std::string& run_dir, const std::string& lengths_text, const std::string& eval_csv,
+                         bool progress, const nn::BackendFactory& backend, const std::string& losses_csv) {
+  const auto start = std::chrono::steady_clock::now();
+  load_run_dir_config(run_dir);  // a missing run is named before its outputs
+  OutputFiles files("eval");
+  files.input(config_path(run_dir));
+  files.input(checkpoint_path(run_dir));
+  files.output(eval_csv, "--out");
+  files.output(positions_path(eval_csv), "the positions CSV (--out FILE-positions.csv)");
+  files.output(eval_csv + ".json", "the sidecar (--out FILE.json)");
+  if (!losses_csv.empty()) files.output(losses_csv, "--losses");
+  TrainedRun run = load_trained_run(run_dir, lengths_text);
+  const RunConfig& c = run.config;
+  const data::Corpus& corpus = run.corpus;
+  const std::unique_ptr<nn::ModelBackend> device_model = trained_run_backend(run, backend);
+  nn::ModelBackend& model = *device_model;
+  const std::vector<int64_t>& lengths = run.lengths;
+  std::string rows, pos_rows, loss_rows = losses_csv.empty() ? "" : "eval_len,window,position,nats\n";
+  nlohmann::json per_length = nlohmann::json::array();
+  for (int64_t L : lengths) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<float> losses;
+    const EvalResult r = evaluate(model, corpus.val, L, losses_csv.empty() ? nullptr : &losses);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (std::size_t i = 0; i < losses.size(); ++i)
+      loss_rows += fmt::format("{},{},{},{:.9g}\n", L, int64_t(i) / L, int64_t(i) % L, losses[i]);
+    const std::string key = fmt::format("{},{},{},{}", c.model.scheme, c.train.seed, c.model.context, L);
+    rows += fmt::format("{},{},{},{},{}\n", key, r.windows, r.tokens, format_number(r.bits_per_byte),
+                        format_number(r.ppl));
+    for (const auto& b : r.bins)
+      pos_rows += fmt::format("{},{},{},{},{}\n", key, b.lo, b.hi, b.tokens, format_number(b.bits_per_byte));
+    per_length.push_back({{"eval_len", L}, {"windows", r.windows}, {"windows_per_pass", r.batch},
+                          {"seconds", secs}, {"tokens_per_s", double(r.tokens) / secs}});
+    if (progress)
+      fmt::print(stderr, "eval {} L={}: {:.4f} bits/byte, {} windows, {:.0f} tok/s\n", run_dir, L, r.bits_per_byte,
+                 r.windows, double(r.tokens) / secs);
+  }
+  files.set(positions_path(eval_csv), positions_csv_header() + pos_rows);
+  files.set(eval_csv, eval_csv_header() + rows);
+  if (!losses_csv.empty()) files.set(losses_csv, loss_rows);
+  const nlohmann::json side = {
+      {"command", "eval"},
+      {"run", run_dir},
+      {"checkpoint_step", run.step},
+      {"device", model.device()},
+      {"config", to_json(c)},
+      {"protocol",
+       {{"stream", "validation"},
+        {"windows", "consecutive, non-overlapping: window w holds bytes [w L, w L + L) and predicts bytes "
+                    "[w L + 1, w L + L]"},
+        {"stride", "L"},
+        {"scored", "every position of every window (L per window)"},
+        {"positions_csv", positions_path(eval_csv)},
+        {"position_bins", "[0,1), [1,2), [2,4), ... [L/2, L)"},
+        {"random_angles", "drawn afresh per forward pass (pass ids from 2^36)"}}},
+      {"lengths_text", lengths_text},
+      {"lengths", per_length}};
+  files.set(eval_csv + ".json",
+            sidecar_text(eval_csv, side, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+  files.commit();
+  return rows;
+}
+
+}  // namespace routelab::runs

@@ -1,4 +1,4 @@
-#include "nn/experiment.h"
+#include "runs/experiment.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,18 +10,16 @@
 #include <fmt/core.h>
 #include <toml++/toml.h>
 
-#include "data/brown.h"
 #include "io/output.h"
 #include "io/table.h"
-#include "nn/checkpoint.h"
-#include "nn/eval.h"
-#include "nn/memory.h"
-#include "nn/model.h"
-#include "nn/passkey.h"
 #include "nn/scheme.h"
-#include "nn/train.h"
+#include "runs/eval.h"
+#include "runs/memory.h"
+#include "runs/passkey.h"
+#include "runs/run_dir.h"
+#include "runs/train.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 namespace fs = std::filesystem;
 
@@ -88,7 +86,7 @@ std::string config_value(const RunConfig& c, const std::string& key) {
 }
 
 bool point_reads(const RunConfig& c, const std::string& key) {
-  return sweep_section(key) == "train" || scheme_reads(c.model, key);
+  return sweep_section(key) == "train" || nn::scheme_reads(c.model, key);
 }
 
 std::vector<std::string> read_schemes(const toml::node& v, const std::string& where) {
@@ -97,9 +95,9 @@ std::vector<std::string> read_schemes(const toml::node& v, const std::string& wh
   std::vector<std::string> out;
   for (const auto& s : *a) {
     const auto name = s.value<std::string>();
-    if (!name || !find_scheme(*name))
+    if (!name || !nn::find_scheme(*name))
       throw ConfigError(
-          fmt::format("{} schemes: '{}' is unknown; accepted: {}", where, name.value_or("?"), scheme_names()));
+          fmt::format("{} schemes: '{}' is unknown; accepted: {}", where, name.value_or("?"), nn::scheme_names()));
     if (std::find(out.begin(), out.end(), *name) != out.end())
       throw ConfigError(fmt::format("{} schemes lists {} twice", where, *name));
     out.push_back(*name);
@@ -343,118 +341,6 @@ ExperimentConfig load_experiment_config(const std::string& path) {
   return e;
 }
 
-std::string eval_csv_header() { return "scheme,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n"; }
-std::string positions_csv_header() { return "scheme,seed,train_len,eval_len,pos_lo,pos_hi,tokens,bits_per_byte\n"; }
-
-std::string csv_with_suffix(const std::string& csv, const std::string& suffix) {
-  return (csv.ends_with(".csv") ? csv.substr(0, csv.size() - 4) : csv) + suffix;
-}
-
-std::string positions_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-positions.csv"); }
-std::string passkey_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-passkey.csv"); }
-
-Checkpoint load_run_checkpoint(const std::string& run_dir, const RunConfig& c, std::string* file_sha256) {
-  const std::string path = checkpoint_path(run_dir);
-  if (!fs::exists(path))
-    throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", run_dir));
-  Checkpoint ck = load_checkpoint(path, file_sha256);
-  require_same_config(ck, c, path);
-  return ck;
-}
-
-TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengths_text) {
-  TrainedRun r;
-  r.config = load_run_dir_config(run_dir);
-  try {
-    r.lengths = parse_lengths(lengths_text, r.config.model.context);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(std::string("--lengths: ") + e.what());
-  }
-  const Checkpoint ck = load_run_checkpoint(run_dir, r.config);
-  r.step = ck.step;
-  r.corpus = data::load_corpus(r.config.corpus);
-  // A window of L bytes predicts L + 1: every length must fit the stream.
-  for (int64_t L : r.lengths)
-    if (L + 1 > int64_t(r.corpus.val.size()))
-      throw ConfigError(fmt::format("--lengths: {} is longer than the validation stream of {} ({} bytes); accepted: "
-                                    "at most {}",
-                                    L, run_dir, r.corpus.val.size(), r.corpus.val.size() - 1));
-  for (int64_t L : r.lengths) require_memory(evaluation_bytes(r.config.model, L), fmt::format("evaluating at {}", L));
-  r.model = std::make_unique<Model<float>>(r.config.model, r.config.train.seed);
-  r.model->params.assign(ck.params.begin(), ck.params.end());
-  return r;
-}
-
-std::unique_ptr<ModelBackend> trained_run_backend(TrainedRun& run, const BackendFactory& backend) {
-  if (!backend) return std::make_unique<CpuBackend>(*run.model);
-  std::unique_ptr<ModelBackend> model = backend(run.config.model, run.config.train.seed);
-  model->set_params({run.model->params.begin(), run.model->params.end()});
-  return model;
-}
-
-std::string evaluate_run(const std::string& run_dir, const std::string& lengths_text, const std::string& eval_csv,
-                         bool progress, const BackendFactory& backend, const std::string& losses_csv) {
-  const auto start = std::chrono::steady_clock::now();
-  load_run_dir_config(run_dir);  // a missing run is named before its outputs
-  OutputFiles files("eval");
-  files.input(config_path(run_dir));
-  files.input(checkpoint_path(run_dir));
-  files.output(eval_csv, "--out");
-  files.output(positions_path(eval_csv), "the positions CSV (--out FILE-positions.csv)");
-  files.output(eval_csv + ".json", "the sidecar (--out FILE.json)");
-  if (!losses_csv.empty()) files.output(losses_csv, "--losses");
-  TrainedRun run = load_trained_run(run_dir, lengths_text);
-  const RunConfig& c = run.config;
-  const data::Corpus& corpus = run.corpus;
-  const std::unique_ptr<ModelBackend> device_model = trained_run_backend(run, backend);
-  ModelBackend& model = *device_model;
-  const std::vector<int64_t>& lengths = run.lengths;
-  std::string rows, pos_rows, loss_rows = losses_csv.empty() ? "" : "eval_len,window,position,nats\n";
-  nlohmann::json per_length = nlohmann::json::array();
-  for (int64_t L : lengths) {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<float> losses;
-    const EvalResult r = evaluate(model, corpus.val, L, losses_csv.empty() ? nullptr : &losses);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (std::size_t i = 0; i < losses.size(); ++i)
-      loss_rows += fmt::format("{},{},{},{:.9g}\n", L, int64_t(i) / L, int64_t(i) % L, losses[i]);
-    const std::string key = fmt::format("{},{},{},{}", c.model.scheme, c.train.seed, c.model.context, L);
-    rows += fmt::format("{},{},{},{},{}\n", key, r.windows, r.tokens, format_number(r.bits_per_byte),
-                        format_number(r.ppl));
-    for (const auto& b : r.bins)
-      pos_rows += fmt::format("{},{},{},{},{}\n", key, b.lo, b.hi, b.tokens, format_number(b.bits_per_byte));
-    per_length.push_back({{"eval_len", L}, {"windows", r.windows}, {"windows_per_pass", r.batch},
-                          {"seconds", secs}, {"tokens_per_s", double(r.tokens) / secs}});
-    if (progress)
-      fmt::print(stderr, "eval {} L={}: {:.4f} bits/byte, {} windows, {:.0f} tok/s\n", run_dir, L, r.bits_per_byte,
-                 r.windows, double(r.tokens) / secs);
-  }
-  files.set(positions_path(eval_csv), positions_csv_header() + pos_rows);
-  files.set(eval_csv, eval_csv_header() + rows);
-  if (!losses_csv.empty()) files.set(losses_csv, loss_rows);
-  const nlohmann::json side = {
-      {"command", "eval"},
-      {"run", run_dir},
-      {"checkpoint_step", run.step},
-      {"device", model.device()},
-      {"config", to_json(c)},
-      {"protocol",
-       {{"stream", "validation"},
-        {"windows", "consecutive, non-overlapping: window w holds bytes [w L, w L + L) and predicts bytes "
-                    "[w L + 1, w L + L]"},
-        {"stride", "L"},
-        {"scored", "every position of every window (L per window)"},
-        {"positions_csv", positions_path(eval_csv)},
-        {"position_bins", "[0,1), [1,2), [2,4), ... [L/2, L)"},
-        {"random_angles", "drawn afresh per forward pass (pass ids from 2^36)"}}},
-      {"lengths_text", lengths_text},
-      {"lengths", per_length}};
-  files.set(eval_csv + ".json",
-            sidecar_text(eval_csv, side, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
-  files.commit();
-  return rows;
-}
-
 namespace {
 
 // "scheme,rest" -> "scheme,v1,...,vK,rest" on every line of a CSV body (or
@@ -514,6 +400,61 @@ KeptRows read_kept(const std::string& path, const std::string& header, const std
   return k;
 }
 
+// A run's own CSVs, in its directory.
+std::string point_eval_csv(const ExperimentPoint& p) { return (fs::path(p.dir) / "eval.csv").string(); }
+std::string point_passkey_csv(const ExperimentPoint& p) { return (fs::path(p.dir) / "passkey.csv").string(); }
+
+// Whether eval_csv holds a finished evaluation at these lengths (its sidecar
+// is written last).
+bool evaluated_at(const std::string& eval_csv, const std::string& lengths) {
+  const auto side = nlohmann::json::parse(slurp(eval_csv + ".json"), nullptr, false);
+  return !side.is_discarded() && side.value("lengths_text", "") == lengths;
+}
+
+// What one run adds to the combined CSVs (its rows with the swept columns).
+struct PointRows {
+  std::string eval, positions, passkey;
+  double train_seconds = 0;  // this call's
+};
+
+// One run's pass through the workflow: train it (unless its checkpoint has
+// every step), evaluate it (unless a finished evaluation at the experiment's
+// lengths is there), ask it for passkeys (unless the same questions were
+// asked); then read back its rows.
+PointRows run_point(const ExperimentConfig& e, const ExperimentPoint& p, bool progress,
+                    const nn::BackendFactory& backend) {
+  const RunConfig& c = p.config;
+  const std::string& dir = p.dir;
+  PointRows out;
+  bool trained = false;
+  if (fs::exists(checkpoint_path(dir))) {
+    const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
+    require_same_config(ck, c, checkpoint_path(dir));
+    trained = ck.step == c.train.steps;
+  }
+  if (!trained) {
+    if (progress) fmt::print(stderr, "experiment: training {}\n", dir);
+    out.train_seconds = train_run(c, {dir, true, progress, backend}).wall_seconds;
+  }
+  const std::string eval_csv = point_eval_csv(p);
+  // A finished evaluation at the same lengths is kept.
+  if (!trained || !evaluated_at(eval_csv, e.lengths)) evaluate_run(dir, e.lengths, eval_csv, progress, backend);
+  out.eval = with_swept(body(slurp(eval_csv)), p.swept_values);
+  out.positions = with_swept(body(slurp(positions_path(eval_csv))), p.swept_values);
+  if (e.passkey_trials > 0) {
+    const std::string pk = point_passkey_csv(p);
+    // Kept only when it asked the same questions.
+    const auto side = nlohmann::json::parse(slurp(pk + ".json"), nullptr, false);
+    const bool same = !side.is_discarded() && side.value("trials", 0) == e.passkey_trials &&
+                      side.value("lengths_text", "") == e.passkey_lengths && side.contains("depths") &&
+                      side["depths"].get<std::vector<double>>() == e.passkey_depths;
+    if (!trained || !same)
+      passkey_run(dir, e.passkey_lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress, backend);
+    out.passkey = with_swept(body(slurp(pk)), p.swept_values);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string experiment_listing(const ExperimentConfig& e) {
@@ -526,9 +467,7 @@ std::string experiment_listing(const ExperimentConfig& e) {
     if (fs::exists(checkpoint_path(p.dir))) {
       const Checkpoint ck = load_checkpoint(checkpoint_path(p.dir));
       require_same_config(ck, p.config, checkpoint_path(p.dir));
-      const std::string eval_csv = (fs::path(p.dir) / "eval.csv").string();
-      const auto side = nlohmann::json::parse(slurp(eval_csv + ".json"), nullptr, false);
-      const bool evaluated = !side.is_discarded() && side.value("lengths_text", "") == e.lengths;
+      const bool evaluated = evaluated_at(point_eval_csv(p), e.lengths);
       state = ck.step < p.config.train.steps ? fmt::format("step {} of {}", ck.step, p.config.train.steps)
               : evaluated                    ? "done"
                                              : "trained";
@@ -538,7 +477,7 @@ std::string experiment_listing(const ExperimentConfig& e) {
   return out;
 }
 
-void run_experiment(const ExperimentConfig& e, bool progress, const BackendFactory& backend,
+void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendFactory& backend,
                     const std::vector<std::string>& only) {
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < only.size(); ++i) {
@@ -594,45 +533,15 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
                       {"rows_kept_from_previous_csv", true}});
       continue;
     }
-    bool trained = false;
-    if (fs::exists(checkpoint_path(dir))) {
-      const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
-      require_same_config(ck, c, checkpoint_path(dir));
-      trained = ck.step == c.train.steps;
-    }
-    double train_s = 0;
-    if (!trained) {
-      if (progress) fmt::print(stderr, "experiment: training {}\n", dir);
-      train_s = train_run(c, {dir, true, progress, backend}).wall_seconds;
-    }
-    const std::string eval_csv = (fs::path(dir) / "eval.csv").string();
-    // A finished evaluation at the same lengths is kept.
-    bool evaluated = false;
-    if (trained && fs::exists(eval_csv + ".json")) {
-      const auto side = nlohmann::json::parse(slurp(eval_csv + ".json"), nullptr, false);
-      evaluated = !side.is_discarded() && side.value("lengths_text", "") == e.lengths;
-    }
-    if (!evaluated) {
-      evaluate_run(dir, e.lengths, eval_csv, progress, backend);
-    }
-    rows += with_swept(body(slurp(eval_csv)), p.swept_values);
-    pos_rows += with_swept(body(slurp(positions_path(eval_csv))), p.swept_values);
-    if (e.passkey_trials > 0) {
-      const std::string pk = (fs::path(dir) / "passkey.csv").string();
-      // Kept only when it asked the same questions.
-      const auto side = nlohmann::json::parse(slurp(pk + ".json"), nullptr, false);
-      const bool same = !side.is_discarded() && side.value("trials", 0) == e.passkey_trials &&
-                        side.value("lengths_text", "") == e.passkey_lengths && side.contains("depths") &&
-                        side["depths"].get<std::vector<double>>() == e.passkey_depths;
-      if (!trained || !same)
-        passkey_run(dir, e.passkey_lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress, backend);
-      passkey_rows += with_swept(body(slurp(pk)), p.swept_values);
-    }
+    const PointRows r = run_point(e, p, progress, backend);
+    rows += r.eval;
+    pos_rows += r.positions;
+    passkey_rows += r.passkey;
     runs.push_back({{"run", dir},
                     {"scheme", c.model.scheme},
                     {"seed", c.train.seed},
                     {"swept", values},
-                    {"train_seconds_this_call", train_s}});
+                    {"train_seconds_this_call", r.train_seconds}});
   }
   files.set(positions_path(e.csv), with_swept(positions_csv_header(), keys) + pos_rows);
   if (e.passkey_trials > 0) files.set(passkey_path(e.csv), with_swept(passkey_csv_header(), keys) + passkey_rows);
@@ -645,4 +554,4 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
   files.commit();
 }
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

@@ -1,4 +1,4 @@
-#include "nn/passkey.h"
+#include "runs/passkey.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,13 +10,11 @@
 #include "data/brown.h"
 #include "io/output.h"
 #include "io/table.h"
-#include "nn/checkpoint.h"
-#include "nn/eval.h"
-#include "nn/experiment.h"
-#include "nn/train.h"
 #include "rng/stream.h"
+#include "runs/eval.h"
+#include "runs/memory.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 namespace {
 
@@ -28,6 +26,8 @@ constexpr uint64_t kPasskeyPass = uint64_t(1) << 37;
 constexpr uint64_t kPasskeyStream = uint64_t(1) << 61;
 
 }  // namespace
+
+std::string passkey_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-passkey.csv"); }
 
 std::string passkey_csv_header() {
   return "scheme,seed,train_len,eval_len,depth,trials,accuracy,digit_accuracy,key_bits_per_byte\n";
@@ -58,8 +58,8 @@ std::vector<uint8_t> passkey_sample(const std::vector<uint8_t>& text, int64_t L,
   return out;
 }
 
-PasskeyResult passkey_eval(ModelBackend& model, int vocab, const std::vector<uint8_t>& text, int64_t L, double depth,
-                           int trials, uint64_t seed) {
+PasskeyResult passkey_eval(nn::ModelBackend& model, int vocab, const std::vector<uint8_t>& text, int64_t L,
+                           double depth, int trials, uint64_t seed) {
   PasskeyResult r;
   r.eval_len = L;
   r.depth = depth;
@@ -102,7 +102,7 @@ PasskeyResult passkey_eval(ModelBackend& model, int vocab, const std::vector<uin
 
 std::string passkey_run(const std::string& run_dir, const std::string& lengths_text, const std::vector<double>& depths,
                         int trials, uint64_t seed, const std::string& out_csv, bool progress,
-                        const BackendFactory& backend) {
+                        const nn::BackendFactory& backend) {
   const auto start = std::chrono::steady_clock::now();
   for (double d : depths)
     if (!(d >= 0 && d <= 1)) throw ConfigError("--depths: each depth must be a fraction in [0, 1]");
@@ -115,7 +115,7 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
   files.output(out_csv + ".json", "the sidecar --out FILE.json");
   TrainedRun run = load_trained_run(run_dir, lengths_text);
   const RunConfig& c = run.config;
-  const std::unique_ptr<ModelBackend> model = trained_run_backend(run, backend);
+  const std::unique_ptr<nn::ModelBackend> model = trained_run_backend(run, backend);
   for (int64_t L : run.lengths)
     if (L < passkey_min_length())
       throw ConfigError(fmt::format("--lengths: {} is too short for a passkey window; accepted: at least {}", L,
@@ -155,4 +155,4 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
   return csv;
 }
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

@@ -12,8 +12,9 @@
 #include <vector>
 
 #include "nn/backend.h"
+#include "runs/eval.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 struct PasskeyResult {
   int64_t eval_len = 0;
@@ -32,10 +33,12 @@ int64_t passkey_min_length();
 std::vector<uint8_t> passkey_sample(const std::vector<uint8_t>& text, int64_t L, double depth, uint64_t seed,
                                     uint64_t trial);
 
-PasskeyResult passkey_eval(ModelBackend& model, int vocab, const std::vector<uint8_t>& text, int64_t L, double depth,
-                           int trials, uint64_t seed);
+PasskeyResult passkey_eval(nn::ModelBackend& model, int vocab, const std::vector<uint8_t>& text, int64_t L,
+                           double depth, int trials, uint64_t seed);
 
 std::string passkey_csv_header();
+// FILE.csv -> FILE-passkey.csv (an experiment's passkey CSV beside its eval CSV)
+std::string passkey_path(const std::string& eval_csv);
 
 // Runs every length x depth for a trained run; writes FILE (columns scheme,
 // seed, train_len, eval_len, depth, trials, accuracy, digit_accuracy,
@@ -43,6 +46,6 @@ std::string passkey_csv_header();
 // where the model runs (empty: the CPU).
 std::string passkey_run(const std::string& run_dir, const std::string& lengths, const std::vector<double>& depths,
                         int trials, uint64_t seed, const std::string& out_csv, bool progress,
-                        const BackendFactory& backend = {});
+                        const nn::BackendFactory& backend = {});
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

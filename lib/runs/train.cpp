@@ -1,6 +1,4 @@
-#include "nn/train.h"
-
-#include "nn/memory.h"
+#include "runs/train.h"
 
 #include <unistd.h>
 
@@ -16,13 +14,14 @@
 #include "io/table.h"
 #include "nn/adamw.h"
 #include "nn/backend.h"
-#include "nn/checkpoint.h"
 #include "nn/model.h"
 #include "nn/streams.h"
-#include "stats/distributed.h"
 #include "rng/stream.h"
+#include "runs/memory.h"
+#include "runs/run_dir.h"
+#include "stats/distributed.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 namespace fs = std::filesystem;
 
@@ -60,20 +59,11 @@ bool same_run(const RunConfig& a, const RunConfig& b) {
 
 }  // namespace
 
-std::string checkpoint_path(const std::string& run_dir) { return (fs::path(run_dir) / "checkpoint.bin").string(); }
-std::string config_path(const std::string& run_dir) { return (fs::path(run_dir) / "config.toml").string(); }
-
-RunConfig load_run_dir_config(const std::string& run_dir) {
-  if (!fs::exists(config_path(run_dir)))
-    throw RunDirError(fmt::format("{} is not a run directory (no config.toml); train one with routelab train", run_dir));
-  return load_run_config(config_path(run_dir));
-}
-
 void training_batch(const std::vector<uint8_t>& stream, int T, int first_b, int B, uint64_t seed, int step,
                     int* tokens, int* targets) {
   const uint64_t span = stream.size() - uint64_t(T);  // offsets 0 .. size - T - 1
   for (int b = 0; b < B; ++b) {
-    Stream s(seed, batch_stream(uint64_t(step), uint64_t(first_b + b)));
+    Stream s(seed, nn::batch_stream(uint64_t(step), uint64_t(first_b + b)));
     const uint64_t off = s.below(span);
     for (int t = 0; t < T; ++t) {
       tokens[int64_t(b) * T + t] = stream[off + t];
@@ -121,8 +111,8 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
   if (!opt.backend)
     require_memory(training_bytes(c.model, local_B, T),
                    fmt::format("training (a batch of {} x {} bytes)", local_B, T));
-  const BackendFactory make_model = opt.backend ? opt.backend : cpu_backend_factory();
-  const std::unique_ptr<ModelBackend> model = make_model(c.model, c.train.seed);
+  const nn::BackendFactory make_model = opt.backend ? opt.backend : nn::cpu_backend_factory();
+  const std::unique_ptr<nn::ModelBackend> model = make_model(c.model, c.train.seed);
   // Every rank has read the run directory before the root writes to it.
   dist::barrier();
   if (root) {
@@ -154,7 +144,7 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
     last_loss = dist::mean_over_ranks(last_loss);
     const double norm = model->grad_norm();
     const double scale = (c.train.grad_clip > 0 && norm > c.train.grad_clip) ? c.train.grad_clip / norm : 1.0;
-    const double lr = learning_rate(c.train, step);
+    const double lr = nn::learning_rate(c.train, step);
     model->adamw_update(c.train, lr, scale, step + 1);
     const auto t1 = std::chrono::steady_clock::now();
     const double step_s = std::chrono::duration<double>(t1 - t0).count();
@@ -183,4 +173,4 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
   return summary;
 }
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs
