@@ -3,8 +3,8 @@
 // the workflow reads from it.
 //
 // The checkpoint: a training run's state on disk: configuration, step,
-// parameters and the optimizer's moments. One file, written whole or not at all, so a run killed
-// at any moment leaves the previous checkpoint intact.
+// parameters and the optimizer's moments. One file, written whole or not at
+// all, so a run killed at any moment leaves the previous checkpoint intact.
 // Layout: the line "routelab-checkpoint 2", one line of JSON (configuration,
 // step, parameter count), params, m and v as raw float32, then a newline and
 // the sha256 (64 hex digits) of everything before it: a changed byte anywhere
