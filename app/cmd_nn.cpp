@@ -18,12 +18,12 @@
 #include "cuda/device.h"
 #include "io/parse.h"
 #include "nn/backend.h"
-#include "nn/config.h"
-#include "nn/experiment.h"
-#include "nn/export.h"
-#include "nn/passkey.h"
-#include "nn/probe.h"
-#include "nn/train.h"
+#include "runs/config.h"
+#include "runs/experiment.h"
+#include "runs/export.h"
+#include "runs/passkey.h"
+#include "runs/probe.h"
+#include "runs/train.h"
 #include "sims/sim.h"
 #include "stats/distributed.h"
 
@@ -49,7 +49,7 @@ void add_threads_option(CLI::App& app, int& threads) {
 
 // A path option given as '' is refused rather than read as "the default".
 void require_named_if_given(const CLI::App& app, const char* flag, const std::string& value) {
-  if (app.count(flag) && value.empty()) throw nn::ConfigError(std::string(flag) + ": an empty path; name a file");
+  if (app.count(flag) && value.empty()) throw runs::ConfigError(std::string(flag) + ": an empty path; name a file");
 }
 
 // --tf32 beside --device.
@@ -94,11 +94,11 @@ int cmd_train(const std::vector<std::string>& args) {
   if (int s = parse_subcommand(app, args, "train"); s >= 0) return s;
   require_model_device(device, tf32);
   set_threads(threads);
-  const nn::RunConfig c = nn::load_run_config(config);
+  const runs::RunConfig c = runs::load_run_config(config);
   const nn::BackendFactory backend = model_backend(device, tf32);
   require_named_if_given(app, "--out", out);
   if (out.empty()) out = (fs::path("runs") / fs::path(config).stem()).string();
-  const nn::TrainSummary s = nn::train_run(c, {out, resume, !quiet, backend});
+  const runs::TrainSummary s = runs::train_run(c, {out, resume, !quiet, backend});
   if (!quiet && dist::is_root())
     fmt::print(stderr, "train: {} steps{} in {:.1f} s, final loss {:.4f}; run in {}\n", s.steps - s.start_step,
                s.start_step ? fmt::format(" (resumed at {})", s.start_step) : "", s.wall_seconds, s.final_loss, out);
@@ -126,8 +126,8 @@ int cmd_eval(const std::vector<std::string>& args) {
   require_named_if_given(app, "--out", out);
   require_named_if_given(app, "--losses", losses);
   if (out.empty()) out = (fs::path(run) / "eval.csv").string();
-  const std::string rows = nn::evaluate_run(run, lengths, out, !quiet, backend, losses);
-  std::fputs((nn::eval_csv_header() + rows).c_str(), stdout);
+  const std::string rows = runs::evaluate_run(run, lengths, out, !quiet, backend, losses);
+  std::fputs((runs::eval_csv_header() + rows).c_str(), stdout);
   return 0;
 }
 
@@ -138,7 +138,7 @@ int cmd_export(const std::vector<std::string>& args) {
   app.add_option("--run", run, "run directory written by routelab train")->required();
   app.add_option("--out", out, "FILE.safetensors")->required();
   if (int s = parse_subcommand(app, args, "export"); s >= 0) return s;
-  nn::export_run(run, out);
+  runs::export_run(run, out);
   return 0;
 }
 
@@ -177,9 +177,9 @@ int cmd_passkey(const std::vector<std::string>& args) {
     depths.push_back(*d);
   }
   if (!items || depths.empty())
-    throw nn::ConfigError(fmt::format("--depths: '{}' is not accepted; comma-separated fractions in [0, 1], no empty "
-                                      "item", app.get_option("--depths")->as<std::string>()));
-  std::fputs(nn::passkey_run(run, lengths, depths, trials, uint64_t(seed), out, !quiet, model_backend(device, tf32))
+    throw runs::ConfigError(fmt::format("--depths: '{}' is not accepted; comma-separated fractions in [0, 1], no empty "
+                                        "item", app.get_option("--depths")->as<std::string>()));
+  std::fputs(runs::passkey_run(run, lengths, depths, trials, uint64_t(seed), out, !quiet, model_backend(device, tf32))
                  .c_str(),
              stdout);
   return 0;
@@ -189,7 +189,7 @@ int cmd_probe(const std::vector<std::string>& args) {
   CLI::App app{"look inside trained runs: far mass, far-weight norm, entropy and logit range of every attention "
                "row against Proposition 3's bound, and the step angles' gaps and mixing windows",
                "routelab probe"};
-  nn::ProbeOptions o;
+  runs::ProbeOptions o;
   bool quiet = false;
   int threads = 0;
   long long window = 0;
@@ -206,15 +206,15 @@ int cmd_probe(const std::vector<std::string>& args) {
   if (int s = parse_subcommand(app, args, "probe"); s >= 0) return s;
   set_threads(threads);
   if (window < 1 && app.count("--window"))
-    throw nn::ConfigError(fmt::format("--window: {} must be at least 1", window));
+    throw runs::ConfigError(fmt::format("--window: {} must be at least 1", window));
   o.window = window;
   o.progress = !quiet;
   require_named_if_given(app, "--csv", o.csv);
   if (o.csv.empty()) {
-    if (o.runs.size() > 1) throw nn::ConfigError("--csv: name the output file when probing several runs");
+    if (o.runs.size() > 1) throw runs::ConfigError("--csv: name the output file when probing several runs");
     o.csv = (fs::path(o.runs[0]) / "probe.csv").string();
   }
-  std::fputs(nn::probe_runs(o).c_str(), stdout);
+  std::fputs(runs::probe_runs(o).c_str(), stdout);
   return 0;
 }
 
@@ -241,12 +241,12 @@ int cmd_experiment(const std::vector<std::string>& args) {
   if (int s = parse_subcommand(app, args, "experiment"); s >= 0) return s;
   require_model_device(device, tf32);
   set_threads(threads);
-  const nn::ExperimentConfig e = nn::load_experiment_config(config);
+  const runs::ExperimentConfig e = runs::load_experiment_config(config);
   if (list) {
-    std::fputs(nn::experiment_listing(e).c_str(), stdout);
+    std::fputs(runs::experiment_listing(e).c_str(), stdout);
     return 0;
   }
-  nn::run_experiment(e, !quiet, model_backend(device, tf32), only, finished);
+  runs::run_experiment(e, !quiet, model_backend(device, tf32), only, finished);
   if (no_plot) return 0;
   // The figure comes from plots/, which reads the CSV and never recomputes.
   const char* py = std::getenv("PY");
@@ -260,7 +260,7 @@ int cmd_experiment(const std::vector<std::string>& args) {
   if (!fs::exists(script) && !ec && fs::exists(exe.parent_path().parent_path() / script))
     script = (exe.parent_path().parent_path() / script).string();
   const std::string cmd = fmt::format("\"{}\" \"{}\" \"{}\" --positions \"{}\" --out \"{}\"", interpreter, script,
-                                      e.csv, nn::positions_path(e.csv), stem);
+                                      e.csv, runs::positions_path(e.csv), stem);
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "routelab: experiment: the CSVs are written, but the plot failed: %s\n", cmd.c_str());
     return 1;

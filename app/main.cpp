@@ -35,12 +35,12 @@
 #include "cuda/device.h"
 #include "data/brown.h"
 #include "groups/family.h"
-#include "nn/checkpoint.h"
-#include "nn/config.h"
-#include "nn/train.h"
 #include "io/csv_read.h"
 #include "io/output.h"
 #include "io/table.h"
+#include "runs/config.h"
+#include "runs/run_dir.h"
+#include "runs/train.h"
 #include "sims/runner.h"
 #include "sims/verify.h"
 #include "stats/distributed.h"
@@ -222,13 +222,13 @@ int run(int argc, char** argv) {
     }
   } catch (const BadInput& e) {
     return bad_input(e.what());
-  } catch (const nn::ConfigError& e) {
+  } catch (const runs::ConfigError& e) {
     return bad_input(e.what());
   } catch (const data::CorpusError& e) {
     return bad_input(e.what());
-  } catch (const nn::CheckpointError& e) {
+  } catch (const runs::CheckpointError& e) {
     return bad_input(e.what());
-  } catch (const nn::RunDirError& e) {
+  } catch (const runs::RunDirError& e) {
     return bad_input(e.what());
   } catch (const cuda::DeviceError& e) {
     return bad_input(e.what());

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "nn/config.h"
+#include "nn/hyperparameters.h"
 
 namespace routelab::testing {
 

@@ -14,9 +14,9 @@
 #include "cli_helpers.h"
 #include "io/safetensors.h"
 #include "io/sha256.h"
-#include "nn/export.h"
 #include "nn/model.h"
 #include "nn/scheme.h"
+#include "runs/export.h"
 
 namespace {
 
@@ -128,7 +128,7 @@ TEST(export_layout, every_parameter_is_in_exactly_one_named_tensor) {
     const std::size_t n = nn::param_count(m);
     std::size_t at = 0;
     std::set<std::string> names;
-    for (const nn::ExportTensor& t : nn::export_layout(m)) {
+    for (const runs::ExportTensor& t : runs::export_layout(m)) {
       EXPECT_EQ(t.offset, at) << t.name << " does not follow the tensor before it";
       EXPECT_TRUE(names.insert(t.name).second) << t.name << " twice";
       at += t.size();
@@ -148,7 +148,7 @@ TEST(export_layout, q_k_and_v_are_the_thirds_of_the_projection) {
   m.d_model = 8, m.heads = 2, m.layers = 1, m.mlp_ratio = 2, m.scheme = "rope";
   const nn::LayerParams lp = nn::layer_params(nn::param_layout(m), 0);
   int seen = 0;
-  for (const auto& t : nn::export_layout(m)) {
+  for (const auto& t : runs::export_layout(m)) {
     if (t.name == "layers.0.attn.wk") {
       EXPECT_EQ(t.offset, lp.qkvw + 64);
       EXPECT_EQ(t.shape, (std::vector<int64_t>{8, 8}));
@@ -168,12 +168,12 @@ TEST(export_layout, q_k_and_v_are_the_thirds_of_the_projection) {
 }
 
 TEST(export_safetensors, the_data_is_the_parameter_buffer_and_the_metadata_the_run) {
-  nn::RunConfig c;
+  runs::RunConfig c;
   c.model.d_model = 16, c.model.heads = 2, c.model.layers = 2, c.model.scheme = "random_qkv";
   c.train.seed = 1234567890123ull;
   nn::Model<float> model(c.model, c.train.seed);
   const std::vector<float> params(model.params.begin(), model.params.end());
-  const std::string bytes = nn::export_safetensors(c, 7, std::string(64, 'a'), params);
+  const std::string bytes = runs::export_safetensors(c, 7, std::string(64, 'a'), params);
   const SafetensorsHeader h = parse_safetensors(bytes);
   ASSERT_EQ(bytes.size() - h.data_start, params.size() * sizeof(float));
   EXPECT_EQ(std::memcmp(bytes.data() + h.data_start, params.data(), params.size() * sizeof(float)), 0);
@@ -184,8 +184,8 @@ TEST(export_safetensors, the_data_is_the_parameter_buffer_and_the_metadata_the_r
   EXPECT_EQ(h.metadata.at("steps"), std::to_string(c.train.steps));
   EXPECT_EQ(h.metadata.at("checkpoint_sha256"), std::string(64, 'a'));
   EXPECT_EQ(h.metadata.at("params_sha256"), sha256_hex(params.data(), params.size() * sizeof(float)));
-  EXPECT_EQ(nlohmann::json::parse(h.metadata.at("model")), nn::to_json(c)["model"]);
-  EXPECT_EQ(nlohmann::json::parse(h.metadata.at("config")), nn::to_json(c));
+  EXPECT_EQ(nlohmann::json::parse(h.metadata.at("model")), runs::to_json(c)["model"]);
+  EXPECT_EQ(nlohmann::json::parse(h.metadata.at("config")), runs::to_json(c));
   const std::vector<float> wte = safetensors_values(bytes, h, "embed");
   EXPECT_EQ(wte, std::vector<float>(params.begin(), params.begin() + 256 * 16));
 }

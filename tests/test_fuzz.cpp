@@ -20,11 +20,11 @@
 #include "data/brown.h"
 #include "groups/family.h"
 #include "io/output.h"
-#include "nn/checkpoint.h"
-#include "nn/config.h"
-#include "nn/experiment.h"
-#include "nn/train.h"
 #include "rng/stream.h"
+#include "runs/config.h"
+#include "runs/experiment.h"
+#include "runs/run_dir.h"
+#include "runs/train.h"
 #include "sims/runner.h"
 
 namespace {
@@ -95,13 +95,13 @@ long long fuzz(const char* name, const std::string& seed_input, const std::funct
       reader(input);
     } catch (const BadInput&) {
       ++refused;
-    } catch (const nn::ConfigError&) {
+    } catch (const runs::ConfigError&) {
       ++refused;
-    } catch (const nn::CheckpointError&) {
+    } catch (const runs::CheckpointError&) {
       ++refused;
     } catch (const data::CorpusError&) {
       ++refused;
-    } catch (const nn::RunDirError&) {
+    } catch (const runs::RunDirError&) {
       ++refused;
     } catch (const OutputError&) {
       ++refused;
@@ -127,11 +127,11 @@ TEST(Fuzz, RunAndExperimentConfigs) {
   const fs::path file = tmp / "c.toml";
   EXPECT_GT(fuzz("run config", base, [&](const std::string& text) {
               spit(file, text);
-              nn::load_run_config(file.string());
+              runs::load_run_config(file.string());
             }, 1), 0);
   EXPECT_GT(fuzz("experiment", experiment, [&](const std::string& text) {
               spit(file, text);
-              nn::load_experiment_config(file.string());
+              runs::load_experiment_config(file.string());
             }, 2), 0);
 }
 
@@ -153,12 +153,12 @@ TEST(Fuzz, SimFlags) {
 TEST(Fuzz, Checkpoints) {
   TempDir tmp;
   spit(tmp / "c.toml", tiny_config("rope", 4, 2));
-  nn::train_run(nn::load_run_config((tmp / "c.toml").string()), {(tmp / "run").string(), false, false});
+  runs::train_run(runs::load_run_config((tmp / "c.toml").string()), {(tmp / "run").string(), false, false});
   const std::string valid = slurp(tmp / "run/checkpoint.bin");
   const fs::path file = tmp / "ck.bin";
   EXPECT_GT(fuzz("checkpoint", valid, [&](const std::string& bytes) {
               spit(file, bytes);
-              nn::load_checkpoint(file.string());
+              runs::load_checkpoint(file.string());
             }, 4), 0);
 }
 

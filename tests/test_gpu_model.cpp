@@ -1,6 +1,6 @@
 // The CUDA model, optimiser and training backend (lib/cuda/model.cpp,
 // adamw.cu, angles.cu, forget_gate.cu, backend.cpp) against the CPU
-// (nn::Model<float>, nn::AdamW, nn::train_run on the CPU backend). For every
+// (nn::Model<float>, nn::AdamW, runs::train_run on the CPU backend). For every
 // scheme (Householder ones with PaTH's beta, and once with reflections;
 // learned tables once shared by the layers; projected angles), on
 // one batch with perturbed weights (so no bias or
@@ -39,13 +39,13 @@
 #include "gpu_helpers.h"
 #include "model_configs.h"
 #include "nn/adamw.h"
-#include "nn/config.h"
-#include "nn/eval.h"
-#include "nn/experiment.h"
 #include "nn/model.h"
-#include "nn/passkey.h"
 #include "nn/scheme.h"
-#include "nn/train.h"
+#include "runs/config.h"
+#include "runs/eval.h"
+#include "runs/experiment.h"
+#include "runs/passkey.h"
+#include "runs/train.h"
 
 namespace {
 
@@ -147,8 +147,8 @@ TEST_P(GpuModel, evaluation_losses_match_the_cpu) {
   SCOPED_TRACE(GetParam());
   ModelPair p(small_model(GetParam()), 5, cuda::MatmulMath::fp32);
   const Batch b = random_batch(2, 300, 5);  // longer than the training length, 10 tiles
-  const double want = p.cpu.forward(b.tokens.data(), b.targets.data(), b.B, b.T, nn::kEvalPass, false);
-  const double got = p.gpu.forward(b.tokens.data(), b.targets.data(), b.B, b.T, nn::kEvalPass, false);
+  const double want = p.cpu.forward(b.tokens.data(), b.targets.data(), b.B, b.T, runs::kEvalPass, false);
+  const double got = p.gpu.forward(b.tokens.data(), b.targets.data(), b.B, b.T, runs::kEvalPass, false);
   EXPECT_LT(relative_difference(got, want), kLossFp32);
   const std::vector<float> cpu_losses(p.cpu.losses(), p.cpu.losses() + b.B * b.T);
   EXPECT_LT(rms_relative_error(p.gpu.losses(), cpu_losses), kLossFp32);
@@ -313,13 +313,13 @@ std::vector<double> logged_losses(const fs::path& run) {
 
 class GpuTraining : public GpuTest, public ::testing::WithParamInterface<std::string> {};
 
-// nn::train_run on each device, tests/test_nn_cli.cpp's tiny run: the loss
+// runs::train_run on each device, tests/test_nn_cli.cpp's tiny run: the loss
 // curves agree step for step, and the GPU's checkpoint evaluates to the same
 // bits per byte and passkey answers on the CPU and on the GPU.
 TEST_P(GpuTraining, a_short_run_follows_the_cpus_loss_curve) {
   SCOPED_TRACE(GetParam());
   TempDir tmp;
-  nn::RunConfig c;
+  runs::RunConfig c;
   c.model.d_model = 16;
   c.model.heads = 2;
   c.model.layers = 1;
@@ -333,8 +333,8 @@ TEST_P(GpuTraining, a_short_run_follows_the_cpus_loss_curve) {
   c.train.checkpoint_every = 30;
   c.corpus = kSlice;
   const fs::path cpu_run = tmp.path / "cpu", gpu_run = tmp.path / "gpu";
-  nn::train_run(c, {cpu_run.string(), false, false});
-  nn::train_run(c, {gpu_run.string(), false, false, cuda::cuda_backend_factory(false)});
+  runs::train_run(c, {cpu_run.string(), false, false});
+  runs::train_run(c, {gpu_run.string(), false, false, cuda::cuda_backend_factory(false)});
   const std::vector<double> want = logged_losses(cpu_run), got = logged_losses(gpu_run);
   ASSERT_EQ(want.size(), 30u);
   ASSERT_EQ(got.size(), want.size());
@@ -343,9 +343,9 @@ TEST_P(GpuTraining, a_short_run_follows_the_cpus_loss_curve) {
   EXPECT_LT(want.back(), want.front());  // it trained
 
   // The checkpoint is the CPU's format: either device evaluates it.
-  const std::string on_cpu = nn::evaluate_run(gpu_run.string(), "1x,2x", (tmp.path / "cpu.csv").string(), false);
-  const std::string on_gpu = nn::evaluate_run(gpu_run.string(), "1x,2x", (tmp.path / "gpu.csv").string(), false,
-                                              cuda::cuda_backend_factory(false));
+  const std::string on_cpu = runs::evaluate_run(gpu_run.string(), "1x,2x", (tmp.path / "cpu.csv").string(), false);
+  const std::string on_gpu = runs::evaluate_run(gpu_run.string(), "1x,2x", (tmp.path / "gpu.csv").string(), false,
+                                                cuda::cuda_backend_factory(false));
   auto bits = [](const std::string& rows) {
     std::vector<double> out;
     std::stringstream in(rows);
@@ -363,10 +363,10 @@ TEST_P(GpuTraining, a_short_run_follows_the_cpus_loss_curve) {
   // Passkey on either device: the same trials, the same key bits (last
   // column) to kLossFp32, and at most one digit of the 40 read differently
   // (a near tie in the argmax may fall either way).
-  const std::string L = std::to_string(nn::passkey_min_length() + 20);
+  const std::string L = std::to_string(runs::passkey_min_length() + 20);
   auto passkey = [&](const char* name, const nn::BackendFactory& backend) {
     const std::string csv =
-        nn::passkey_run(gpu_run.string(), L, {0.5}, 8, 1, (tmp.path / name).string(), false, backend);
+        runs::passkey_run(gpu_run.string(), L, {0.5}, 8, 1, (tmp.path / name).string(), false, backend);
     const std::string row = csv.substr(csv.find('\n') + 1);
     std::vector<double> cells;
     std::stringstream in(row);

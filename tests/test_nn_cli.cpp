@@ -18,7 +18,7 @@
 
 #include "cli_helpers.h"
 #include "io/sha256.h"
-#include "nn/checkpoint.h"
+#include "runs/run_dir.h"
 
 namespace {
 
@@ -401,7 +401,8 @@ TEST(nn_cli, version_1_checkpoints_load_with_their_header_checked) {
 // The largest weight difference between two runs' final checkpoints, relative
 // to the largest weight.
 double weight_gap(const fs::path& a, const fs::path& b) {
-  const auto x = routelab::nn::load_checkpoint(a.string()).params, y = routelab::nn::load_checkpoint(b.string()).params;
+  const auto x = routelab::runs::load_checkpoint(a.string()).params;
+  const auto y = routelab::runs::load_checkpoint(b.string()).params;
   EXPECT_EQ(x.size(), y.size());
   double gap = 0, scale = 0;
   for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {

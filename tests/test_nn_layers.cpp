@@ -1,6 +1,7 @@
 // The transformer's pieces on their own: streamed attention against the
-// textbook softmax, the schemes' angles, thread invariance, the training
-// batches, the learning-rate schedule, evaluation windows, configuration.
+// textbook softmax, the schemes' angles, thread invariance, the memory of
+// long passes, the learning-rate schedule. (The run workflow's pieces:
+// tests/test_runs.cpp.)
 #include <gtest/gtest.h>
 
 #include <omp.h>
@@ -12,18 +13,11 @@
 #include <string>
 #include <vector>
 
-#include <toml++/toml.h>
-
+#include "model_configs.h"
 #include "nn/adamw.h"
 #include "nn/attention.h"
-#include "nn/checkpoint.h"
-#include "nn/config.h"
-#include "nn/eval.h"
 #include "nn/model.h"
-#include "nn/passkey.h"
 #include "nn/scheme.h"
-#include "nn/train.h"
-#include "model_configs.h"
 #include "rng/stream.h"
 
 namespace {
@@ -364,61 +358,7 @@ TEST(nn_model, evaluation_memory_grows_linearly_in_length) {
   }
 }
 
-TEST(nn_train, batches_are_a_function_of_seed_and_step) {
-  std::vector<uint8_t> stream(1000);
-  for (std::size_t i = 0; i < stream.size(); ++i) stream[i] = uint8_t(i % 251);
-  const int T = 16, B = 4;
-  std::vector<int> a(B * T), at(B * T), b(B * T), bt(B * T);
-  training_batch(stream, T, 0, B, 5, 10, a.data(), at.data());
-  training_batch(stream, T, 0, B, 5, 10, b.data(), bt.data());
-  EXPECT_EQ(a, b);
-  training_batch(stream, T, 0, B, 5, 11, b.data(), bt.data());
-  EXPECT_NE(a, b);
-  for (int i = 0; i < B * T; ++i) EXPECT_EQ(at[i], (a[i] + 1) % 251);  // targets are the next bytes
-  // The last two elements alone, as the second of two ranks draws them.
-  std::vector<int> half(2 * T), halft(2 * T);
-  training_batch(stream, T, 2, 2, 5, 10, half.data(), halft.data());
-  EXPECT_TRUE(std::equal(half.begin(), half.end(), a.begin() + 2 * T));
-}
-
-// The retrieval mix: a drawn share of the elements becomes passkey samples
-// (needle, filler, question, key at the end); the rest are the plain
-// batches' windows, so passkey_fraction = 0 changes no byte.
-TEST(nn_train, passkey_fraction_replaces_that_share_of_windows) {
-  std::vector<uint8_t> stream(5000);
-  for (std::size_t i = 0; i < stream.size(); ++i) stream[i] = uint8_t('a' + i % 26);
-  const int T = 128, B = 64;
-  std::vector<int> plain(B * T), plaint(B * T), mixed(B * T), mixedt(B * T);
-  training_batch(stream, T, 0, B, 7, 3, plain.data(), plaint.data());
-  training_batch(stream, T, 0, B, 7, 3, mixed.data(), mixedt.data(), 0.0);
-  EXPECT_EQ(plain, mixed);
-  training_batch(stream, T, 0, B, 7, 3, mixed.data(), mixedt.data(), 0.5);
-  const std::string question = " What is the pass key? The pass key is ";
-  int samples = 0;
-  std::set<std::string> keys;
-  for (int b = 0; b < B; ++b) {
-    std::string text;
-    for (int t = 0; t < T; ++t) text += char(mixed[b * T + t]);
-    text += char(mixedt[b * T + T - 1]);
-    if (std::equal(mixed.begin() + b * T, mixed.begin() + (b + 1) * T, plain.begin() + b * T)) continue;
-    ++samples;
-    const std::string key = text.substr(text.size() - 5);
-    ASSERT_EQ(text.substr(text.size() - 5 - question.size(), question.size()), question) << text;
-    EXPECT_NE(text.find(" The pass key is " + key + ". Remember it. "), std::string::npos) << text;
-    keys.insert(key);
-  }
-  // Binomial(64, 1/2): 32 +- 4 s.d. (4 x 4).
-  EXPECT_GE(samples, 16);
-  EXPECT_LE(samples, 48);
-  EXPECT_GE(keys.size(), std::size_t(samples - 2));  // keys differ between elements
-  // No training key is one evaluation asks with the same seed (trials 0..).
-  for (uint64_t trial = 0; trial < 20; ++trial) {
-    const auto e = passkey_sample(stream, T, 0.5, 7, trial);
-    EXPECT_EQ(keys.count(std::string(e.end() - 5, e.end())), 0u) << trial;
-  }
-}
-
-TEST(nn_train, warmup_then_cosine_to_the_floor) {
+TEST(nn_adamw, warmup_then_cosine_to_the_floor) {
   TrainConfig c;
   c.steps = 1000;
   c.warmup = 100;
@@ -429,150 +369,6 @@ TEST(nn_train, warmup_then_cosine_to_the_floor) {
   EXPECT_DOUBLE_EQ(learning_rate(c, 100), 1e-3);
   EXPECT_NEAR(learning_rate(c, 999), 1e-4, 1e-15);
   for (int s = 101; s < 1000; ++s) EXPECT_LT(learning_rate(c, s), learning_rate(c, s - 1));
-}
-
-TEST(nn_eval, windows_tile_the_stream_and_bins_cover_every_position) {
-  ModelConfig m = small_config("nope");
-  Model<float> model(m, 1);
-  std::vector<uint8_t> stream(1000, 'a');
-  const EvalResult r = evaluate(model, stream, 100);
-  EXPECT_EQ(r.windows, 9);  // 9 x 100 inputs need 901 bytes; 10 would need 1001
-  EXPECT_EQ(r.tokens, 900);
-  int64_t covered = 0;
-  for (const auto& b : r.bins) covered += b.tokens;
-  EXPECT_EQ(covered, r.tokens);
-  EXPECT_EQ(r.bins.front().lo, 0);
-  EXPECT_EQ(r.bins.back().hi, 100);
-  EXPECT_NEAR(r.ppl, std::exp(r.bits_per_byte * std::log(2.0)), 1e-9 * r.ppl);
-}
-
-TEST(nn_eval, lengths_parse_as_multiples_or_integers) {
-  EXPECT_EQ(parse_lengths("1x,4x,300", 128), (std::vector<int64_t>{128, 512, 300}));
-  for (const char* bad : {"", "0x", "x", "4y", "1x,,2x", "-3", "2.5x"})
-    EXPECT_THROW(parse_lengths(bad, 128), std::invalid_argument) << bad;
-}
-
-RunConfig parse_text(const std::string& text) {
-  return parse_run_config(toml::parse(text), "test.toml");
-}
-
-TEST(nn_config, refuses_what_no_model_can_be) {
-  EXPECT_NO_THROW(parse_text("[model]\nscheme = \"alibi\"\n"));
-  const std::pair<const char*, const char*> cases[] = {
-      {"[model]\nwidth = 3\n", "unknown key [model] width"},
-      {"[optimizer]\nlr = 1\n", "unknown table or key 'optimizer'"},
-      {"[model]\nscheme = \"xpos\"\n", "scheme 'xpos' is unknown"},
-      {"[model]\nd_model = 130\nheads = 4\n", "heads = 4 does not divide d_model = 130"},
-      {"[model]\nd_model = 12\nheads = 4\nscheme = \"rope\"\n", "must be even (it is 3)"},
-      {"[train]\nlr = -1\n", "[train] lr must be"},
-      {"[train]\nsteps = 2.5\n", "[train] steps must be an integer"},
-      {"[model]\nhouseholder_beta = \"half\"\n", "householder_beta must be \"path\" or \"reflection\""},
-      {"[model]\nlearned_init = \"zero\"\n", "learned_init must be one of \"normal\", \"uniform\", \"rope\""},
-      {"[model]\nlearned_sigma = 0\n", "learned_sigma must be a number in (0, 1000]"},
-      {"[model]\nlearned_sigma = -0.5\n", "learned_sigma must be a number in (0, 1000]"},
-      {"[model]\nlearned_sigma = nan\n", "learned_sigma must be a number in (0, 1000]"},
-      {"[model]\nlearned_sigma = inf\n", "learned_sigma must be a number in (0, 1000]"},
-      {"[model]\nlearned_sigma = \"1\"\n", "learned_sigma must be a number in (0, 1000]"},
-      {"[model]\nlearned_shared = 1\n", "learned_shared must be true or false"},
-  };
-  for (const auto& [text, want] : cases) {
-    try {
-      parse_text(text);
-      ADD_FAILURE() << "accepted: " << text;
-    } catch (const ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
-    }
-  }
-  // An odd head dimension is fine where nothing rotates.
-  EXPECT_NO_THROW(parse_text("[model]\nd_model = 12\nheads = 4\nscheme = \"alibi\"\n"));
-}
-
-TEST(nn_config, round_trips_through_its_own_toml) {
-  RunConfig c = parse_text("[model]\nscheme = \"learned_qkv\"\nangle_scale = 0.25\n[train]\nseed = 7\n");
-  EXPECT_EQ(parse_text(to_toml(c)), c);
-  c = parse_text("[model]\nscheme = \"householder_qkv\"\nhouseholder_beta = \"reflection\"\n");
-  EXPECT_EQ(parse_text(to_toml(c)), c);
-  c = parse_text("[model]\nscheme = \"learned_qk\"\nlearned_sigma = 0.03\nlearned_shared = true\n");
-  EXPECT_EQ(parse_text(to_toml(c)), c);
-  EXPECT_EQ(c.model.learned_init, "normal");  // the default since issue 14
-}
-
-// A checkpoint from before learned_sigma and learned_shared existed had their
-// defaults; a changed key is refused.
-TEST(nn_config, checkpoints_compare_the_learned_starts) {
-  const RunConfig normal = parse_text("[model]\nscheme = \"learned_qk\"\nlearned_init = \"uniform\"\n");
-  Checkpoint ck;
-  ck.config = to_json(normal);
-  ck.params.resize(param_count(normal.model));
-  ck.config["model"].erase("learned_sigma");
-  ck.config["model"].erase("learned_shared");
-  EXPECT_NO_THROW(require_same_config(ck, normal, "ck"));
-  EXPECT_THROW(require_same_config(ck, parse_text("[model]\nscheme = \"learned_qk\"\n"), "ck"), CheckpointError);
-  EXPECT_THROW(require_same_config(ck, parse_text("[model]\nscheme = \"learned_qk\"\nlearned_init = "
-                                                  "\"uniform\"\nlearned_shared = true\n"),
-                                   "ck"),
-               CheckpointError);
-}
-
-// Resuming compares householder_beta like every weight-changing key; a
-// checkpoint from before the key existed had the default, "path".
-TEST(nn_config, checkpoints_compare_householder_beta) {
-  RunConfig path = parse_text("[model]\nscheme = \"householder_qk\"\n");
-  RunConfig reflection = parse_text("[model]\nscheme = \"householder_qk\"\nhouseholder_beta = \"reflection\"\n");
-  Checkpoint ck;
-  ck.config = to_json(path);
-  ck.params.resize(param_count(path.model));
-  EXPECT_NO_THROW(require_same_config(ck, path, "ck"));
-  try {
-    require_same_config(ck, reflection, "ck");
-    ADD_FAILURE() << "a checkpoint of beta \"path\" resumed as \"reflection\"";
-  } catch (const CheckpointError& e) {
-    EXPECT_NE(std::string(e.what()).find("householder_beta"), std::string::npos) << e.what();
-  }
-  ck.config["model"].erase("householder_beta");
-  EXPECT_NO_THROW(require_same_config(ck, path, "ck"));
-  EXPECT_THROW(require_same_config(ck, reflection, "ck"), CheckpointError);
-}
-
-// The same configuration with another number of weights (a truncated or
-// foreign file) is refused wherever a checkpoint is loaded.
-TEST(nn_config, checkpoints_hold_their_configurations_parameters) {
-  const RunConfig c = parse_text("[model]\nscheme = \"rope\"\n");
-  Checkpoint ck;
-  ck.config = to_json(c);
-  ck.params.resize(param_count(c.model) - 1);
-  try {
-    require_same_config(ck, c, "ck");
-    ADD_FAILURE() << "a checkpoint one parameter short was accepted";
-  } catch (const CheckpointError& e) {
-    EXPECT_NE(std::string(e.what()).find("parameters"), std::string::npos) << e.what();
-  }
-}
-
-}  // namespace
-
-namespace {
-
-TEST(nn_passkey, the_key_sits_at_its_depth_and_is_asked_for_at_the_end) {
-  std::vector<uint8_t> text(5000);
-  for (std::size_t i = 0; i < text.size(); ++i) text[i] = uint8_t('a' + i % 26);
-  for (double depth : {0.0, 0.5, 1.0}) {
-    const auto s = routelab::nn::passkey_sample(text, 300, depth, 4, 7);
-    ASSERT_EQ(s.size(), 301u);
-    const std::string str(s.begin(), s.end());
-    const std::string key = str.substr(str.size() - 5);
-    for (char c : key) EXPECT_TRUE(c >= '0' && c <= '9') << str;
-    const auto needle = str.find(" The pass key is " + key + ". Remember it. ");
-    ASSERT_NE(needle, std::string::npos) << str;
-    const auto question = str.rfind(" What is the pass key? The pass key is " + key);
-    EXPECT_EQ(question + 44, str.size());
-    // Depth is the share of filler before the needle.
-    const double filler = double(question) - 37;  // the needle is 37 bytes
-    EXPECT_NEAR(double(needle) / filler, depth, 0.01) << str;
-    EXPECT_EQ(s, routelab::nn::passkey_sample(text, 300, depth, 4, 7));
-    EXPECT_NE(s, routelab::nn::passkey_sample(text, 300, depth, 4, 8));
-  }
-  EXPECT_THROW(routelab::nn::passkey_sample(text, 60, 0.5, 4, 7), std::invalid_argument);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 Reads the weights and the configuration from the file (docs/export.md: the
 tensor names, their shapes, the metadata) with numpy and json (no safetensors
 package needed), and scores the validation stream as `routelab eval` does
-(lib/nn/eval.cpp): consecutive windows of L bytes, window w predicting bytes
+(lib/runs/eval.cpp): consecutive windows of L bytes, window w predicting bytes
 w L + 1 .. w L + L, max(1, 8192 // L) windows per forward pass, pass i drawing
 its random angles from Philox streams with pass id 2^36 + i (bench/peers/
 philox.py), so the random schemes see the same angles. Prints one CSV row per
@@ -75,7 +75,7 @@ SCHEMES = {
     "projected_qkv": ("projected", True, False, False, False),
 }
 
-EVAL_PASS = 1 << 36  # lib/nn/eval.h kEvalPass
+EVAL_PASS = 1 << 36  # lib/runs/eval.h kEvalPass
 TWO_PI = 2.0 * math.pi
 
 
@@ -251,7 +251,7 @@ class RoutelabModel:
 
 
 def evaluate(model, stream, L):
-    """Every position's loss (nats), window by window: lib/nn/eval.cpp's windows and passes."""
+    """Every position's loss (nats), window by window: lib/runs/eval.cpp's windows and passes."""
     windows = (len(stream) - 1) // L
     batch = max(1, 8192 // L)
     s = torch.from_numpy(stream.astype(np.int64))

@@ -8,10 +8,9 @@
 #include <cstdio>
 #include <exception>
 
-#include "nn/config.h"        // RunConfig: every key of the TOML, with defaults
-#include "nn/eval.h"          // evaluate: bits per byte over consecutive windows
-#include "nn/experiment.h"    // load_trained_run: config, checked checkpoint, model, corpus
-#include "nn/train.h"         // train_run
+#include "runs/config.h"        // RunConfig: every key of the TOML, with defaults
+#include "runs/eval.h"          // load_trained_run (config, checked checkpoint, model, corpus); evaluate
+#include "runs/train.h"         // train_run
 #include "base/version.h"
 
 using namespace routelab;
@@ -22,24 +21,24 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    // The configuration a TOML file would give (nn/config.h), set in code.
-    nn::RunConfig c;
+    // The configuration a TOML file would give (runs/config.h), set in code.
+    runs::RunConfig c;
     c.model.d_model = 32, c.model.heads = 2, c.model.layers = 1, c.model.mlp_ratio = 2;
     c.model.context = 32;        // the training length
     c.model.scheme = "rope";     // any scheme of `routelab schemes`
     c.train.batch = 8, c.train.steps = 40, c.train.warmup = 4, c.train.lr = 3e-3;
     c.train.checkpoint_every = 40, c.train.seed = 1;
     c.corpus = argv[1];
-    nn::validate(c, "train_tiny");  // ConfigError for a model no scheme can have
+    runs::validate(c, "train_tiny");  // ConfigError for a model no scheme can have
 
-    const nn::TrainSummary s = nn::train_run(c, {argv[2], /*resume=*/false, /*progress=*/false});
+    const runs::TrainSummary s = runs::train_run(c, {argv[2], /*resume=*/false, /*progress=*/false});
     std::printf("routelab %s: %d steps of %s, final training loss %.4f nats\n", ROUTELAB_VERSION_STRING, s.steps,
                 c.model.scheme.c_str(), s.final_loss);
 
     // The final weights, read back from the run directory as `routelab eval` does.
-    const nn::TrainedRun run = nn::load_trained_run(argv[2], "1x,4x");
+    const runs::TrainedRun run = runs::load_trained_run(argv[2], "1x,4x");
     for (int64_t L : run.lengths) {
-      const nn::EvalResult r = nn::evaluate(*run.model, run.corpus.val, L);
+      const runs::EvalResult r = runs::evaluate(*run.model, run.corpus.val, L);
       std::printf("  eval at L = %3lld: %.4f bits per byte over %lld windows\n", (long long)L, r.bits_per_byte,
                   (long long)r.windows);
     }

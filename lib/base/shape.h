@@ -1,5 +1,5 @@
 // The number of elements of a tensor shape, for the parameter layouts
-// (nn/model.h, nn/export.h) and the safetensors reader and writer (io/),
+// (nn/model.h, runs/export.h) and the safetensors reader and writer (io/),
 // which also meets shapes it has not checked.
 #pragma once
 

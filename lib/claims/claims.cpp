@@ -14,7 +14,7 @@
 #include "io/csv_read.h"
 #include "io/parse.h"
 #include "io/table.h"
-#include "nn/config.h"
+#include "runs/config.h"
 
 namespace routelab::claims {
 
@@ -245,7 +245,7 @@ Config flatten_config(const nlohmann::json& config, const std::string& where) {
       throw ClaimsError(fmt::format("claims: {}'s config has no [{}]; is it an experiment's sidecar?", where, section));
   static const Config defaults = [] {
     Config d;
-    add_keys(d, nn::to_json(nn::RunConfig{}));
+    add_keys(d, runs::to_json(runs::RunConfig{}));
     return d;
   }();
   Config out = defaults;

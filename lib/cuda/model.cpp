@@ -115,35 +115,12 @@ struct CudaOps {
 
   nn::ScoreBias<float> score_bias(const float* cum) const { return model.score_bias(cum); }
 
-  template <class... A> void encoder_forward(A&&... a) { cuda::encoder_forward(std::forward<A>(a)...); }
-  template <class... A> void encoder_backward(A&&... a) { cuda::encoder_backward(std::forward<A>(a)...); }
-  template <class... A> void layernorm_forward(A&&... a) { cuda::layernorm_forward(std::forward<A>(a)...); }
-  template <class... A> void layernorm_backward(A&&... a) { cuda::layernorm_backward(std::forward<A>(a)...); }
+  ROUTELAB_PASS_LAYERS(cuda)
   template <class... A> void matmul_forward(A&&... a) {
     cuda::matmul_forward(model.cublas_, std::forward<A>(a)..., model.math_);
   }
   template <class... A> void matmul_backward(A&&... a) {
     cuda::matmul_backward(model.cublas_, std::forward<A>(a)..., model.math_);
-  }
-  template <class... A> void gelu_forward(A&&... a) { cuda::gelu_forward(std::forward<A>(a)...); }
-  template <class... A> void gelu_backward(A&&... a) { cuda::gelu_backward(std::forward<A>(a)...); }
-  template <class... A> void residual_forward(A&&... a) { cuda::residual_forward(std::forward<A>(a)...); }
-  template <class... A> void residual_backward(A&&... a) { cuda::residual_backward(std::forward<A>(a)...); }
-  template <class... A> void crossentropy_forward(A&&... a) { cuda::crossentropy_forward(std::forward<A>(a)...); }
-  template <class... A> void crossentropy_backward(A&&... a) { cuda::crossentropy_backward(std::forward<A>(a)...); }
-  template <class... A> void forget_gate_forward(A&&... a) { cuda::forget_gate_forward(std::forward<A>(a)...); }
-  template <class... A> void forget_gate_backward(A&&... a) { cuda::forget_gate_backward(std::forward<A>(a)...); }
-  template <class... A> void split_heads_forward(A&&... a) { cuda::split_heads_forward(std::forward<A>(a)...); }
-  template <class... A> void split_heads_backward(A&&... a) { cuda::split_heads_backward(std::forward<A>(a)...); }
-  template <class... A> void merge_heads_forward(A&&... a) { cuda::merge_heads_forward(std::forward<A>(a)...); }
-  template <class... A> void merge_heads_backward(A&&... a) { cuda::merge_heads_backward(std::forward<A>(a)...); }
-  template <class... A> void attention_forward(A&&... a) { cuda::attention_forward(std::forward<A>(a)...); }
-  template <class... A> void attention_backward(A&&... a) { cuda::attention_backward(std::forward<A>(a)...); }
-  template <class... A> void householder_steps_forward(A&&... a) {
-    cuda::householder_steps_forward(std::forward<A>(a)...);
-  }
-  template <class... A> void householder_steps_backward(A&&... a) {
-    cuda::householder_steps_backward(std::forward<A>(a)...);
   }
 
   void layer_angles(Layer& L, const nn::LayerParams& lp, int l) { model.layer_angles(L.cs, L.psi, lp, l, pass, first_b); }

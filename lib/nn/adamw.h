@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "nn/config.h"
+#include "nn/hyperparameters.h"
 #include "nn/model.h"
 
 namespace routelab::nn {

@@ -1,6 +1,6 @@
-// What the training and evaluation loops (nn/train.cpp, nn/eval.cpp) ask of a
-// model and its optimiser, whichever device holds them: one loop serves the
-// CPU (Model<float> + AdamW here) and the GPU (cuda/backend.h). Parameters,
+// What the training and evaluation loops (runs/train.cpp, runs/eval.cpp) ask
+// of a model and its optimiser, whichever device holds them: one loop serves
+// the CPU (Model<float> + AdamW here) and the GPU (cuda/backend.h). Parameters,
 // gradients and Adam's moments stay on the backend's device; the loop sees
 // host copies only where it needs them (per-position losses for evaluation,
 // the state for a checkpoint), and the checkpoint format is the same for both.
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "nn/adamw.h"
-#include "nn/config.h"
+#include "nn/hyperparameters.h"
 #include "nn/model.h"
 
 namespace routelab::nn {

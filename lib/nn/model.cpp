@@ -256,32 +256,9 @@ struct CpuOps {
     return model_score_bias(slopes, scheme.forget, cum);
   }
 
-  template <class... A> void encoder_forward(A&&... a) { nn::encoder_forward(std::forward<A>(a)...); }
-  template <class... A> void encoder_backward(A&&... a) { nn::encoder_backward(std::forward<A>(a)...); }
-  template <class... A> void layernorm_forward(A&&... a) { nn::layernorm_forward(std::forward<A>(a)...); }
-  template <class... A> void layernorm_backward(A&&... a) { nn::layernorm_backward(std::forward<A>(a)...); }
+  ROUTELAB_PASS_LAYERS(nn)
   template <class... A> void matmul_forward(A&&... a) { nn::matmul_forward(std::forward<A>(a)...); }
   template <class... A> void matmul_backward(A&&... a) { nn::matmul_backward(std::forward<A>(a)...); }
-  template <class... A> void gelu_forward(A&&... a) { nn::gelu_forward(std::forward<A>(a)...); }
-  template <class... A> void gelu_backward(A&&... a) { nn::gelu_backward(std::forward<A>(a)...); }
-  template <class... A> void residual_forward(A&&... a) { nn::residual_forward(std::forward<A>(a)...); }
-  template <class... A> void residual_backward(A&&... a) { nn::residual_backward(std::forward<A>(a)...); }
-  template <class... A> void crossentropy_forward(A&&... a) { nn::crossentropy_forward(std::forward<A>(a)...); }
-  template <class... A> void crossentropy_backward(A&&... a) { nn::crossentropy_backward(std::forward<A>(a)...); }
-  template <class... A> void forget_gate_forward(A&&... a) { nn::forget_gate_forward(std::forward<A>(a)...); }
-  template <class... A> void forget_gate_backward(A&&... a) { nn::forget_gate_backward(std::forward<A>(a)...); }
-  template <class... A> void split_heads_forward(A&&... a) { nn::split_heads_forward(std::forward<A>(a)...); }
-  template <class... A> void split_heads_backward(A&&... a) { nn::split_heads_backward(std::forward<A>(a)...); }
-  template <class... A> void merge_heads_forward(A&&... a) { nn::merge_heads_forward(std::forward<A>(a)...); }
-  template <class... A> void merge_heads_backward(A&&... a) { nn::merge_heads_backward(std::forward<A>(a)...); }
-  template <class... A> void attention_forward(A&&... a) { nn::attention_forward(std::forward<A>(a)...); }
-  template <class... A> void attention_backward(A&&... a) { nn::attention_backward(std::forward<A>(a)...); }
-  template <class... A> void householder_steps_forward(A&&... a) {
-    nn::householder_steps_forward(std::forward<A>(a)...);
-  }
-  template <class... A> void householder_steps_backward(A&&... a) {
-    nn::householder_steps_backward(std::forward<A>(a)...);
-  }
 
   void layer_angles(Layer& L, const LayerParams& lp, int l) {
     const int nb = m.head_dim() / 2;

@@ -15,7 +15,7 @@
 #include "nn/host_vector.h"
 
 #include "nn/attention.h"
-#include "nn/config.h"
+#include "nn/hyperparameters.h"
 #include "nn/householder.h"
 #include "nn/scheme.h"
 

@@ -15,7 +15,8 @@
 //   backward, forget_gate_forward/backward, householder_steps_forward/
 //   backward, split_heads_forward/backward, attention_forward/backward,
 //   merge_heads_forward/backward, residual_forward/backward, gelu_forward/
-//   backward, crossentropy_forward/backward: as the CPU functions;
+//   backward, crossentropy_forward/backward: as the CPU functions (all but
+//   the matmuls by ROUTELAB_PASS_LAYERS below);
 //   score_bias(cum): the scheme's ScoreBias;
 //   layer_angles(L, lp, l): layer l's (cos, sin) into L.cs (projected angles
 //     from L.psi, which the pass has computed);
@@ -26,9 +27,31 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "nn/model.h"
+
+// The layer calls an Ops forwards unchanged to its backend's free functions
+// of the same name in namespace `ns` (nn on the CPU, cuda on the GPU): every
+// call the pass makes but the matmuls, which the GPU forwards with its cuBLAS
+// handle and math. One list, so a layer added to the pass is added to both.
+#define ROUTELAB_PASS_LAYER(ns, name) \
+  template <class... A>               \
+  void name(A&&... a) {               \
+    ns::name(std::forward<A>(a)...);  \
+  }
+#define ROUTELAB_PASS_LAYERS(ns)                                                                         \
+  ROUTELAB_PASS_LAYER(ns, encoder_forward) ROUTELAB_PASS_LAYER(ns, encoder_backward)                     \
+  ROUTELAB_PASS_LAYER(ns, layernorm_forward) ROUTELAB_PASS_LAYER(ns, layernorm_backward)                 \
+  ROUTELAB_PASS_LAYER(ns, gelu_forward) ROUTELAB_PASS_LAYER(ns, gelu_backward)                           \
+  ROUTELAB_PASS_LAYER(ns, residual_forward) ROUTELAB_PASS_LAYER(ns, residual_backward)                   \
+  ROUTELAB_PASS_LAYER(ns, crossentropy_forward) ROUTELAB_PASS_LAYER(ns, crossentropy_backward)           \
+  ROUTELAB_PASS_LAYER(ns, forget_gate_forward) ROUTELAB_PASS_LAYER(ns, forget_gate_backward)             \
+  ROUTELAB_PASS_LAYER(ns, split_heads_forward) ROUTELAB_PASS_LAYER(ns, split_heads_backward)             \
+  ROUTELAB_PASS_LAYER(ns, merge_heads_forward) ROUTELAB_PASS_LAYER(ns, merge_heads_backward)             \
+  ROUTELAB_PASS_LAYER(ns, attention_forward) ROUTELAB_PASS_LAYER(ns, attention_backward)                 \
+  ROUTELAB_PASS_LAYER(ns, householder_steps_forward) ROUTELAB_PASS_LAYER(ns, householder_steps_backward)
 
 namespace routelab::nn {
 

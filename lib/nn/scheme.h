@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/config.h"
+#include "nn/hyperparameters.h"
 
 namespace routelab::nn {
 

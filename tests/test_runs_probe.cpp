@@ -13,18 +13,18 @@
 
 #include "cli_helpers.h"
 #include "nn/attention.h"
-#include "nn/config.h"
-#include "nn/eval.h"
-#include "nn/experiment.h"
 #include "nn/model.h"
-#include "nn/probe.h"
-#include "nn/train.h"
 #include "rng/stream.h"
+#include "runs/config.h"
+#include "runs/eval.h"
+#include "runs/probe.h"
+#include "runs/train.h"
 
 namespace {
 
 using namespace routelab;
 using namespace routelab::nn;
+using namespace routelab::runs;
 using namespace routelab::testing;
 
 // The row statistics the slow way: weights p_j = e^{l_j} / sum e^{l}, the far

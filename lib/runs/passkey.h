@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "data/passkey_sample.h"
 #include "nn/backend.h"
+#include "runs/eval.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 struct PasskeyResult {
   int64_t eval_len = 0;
@@ -24,18 +26,16 @@ struct PasskeyResult {
   double key_bits = 0;        // mean -log2 p(digit) over the asked digits
 };
 
-// The shortest window that holds needle, question and some filler.
-int64_t passkey_min_length();
+// The sample itself is data (data/passkey_sample.h): training mixes it in too.
+using data::passkey_min_length;
+using data::passkey_sample;
 
-// One trial's bytes: L + 1 of them (inputs are the first L, targets the last
-// L); the key's digits are the last five bytes. Filler comes from `text`.
-std::vector<uint8_t> passkey_sample(const std::vector<uint8_t>& text, int64_t L, double depth, uint64_t seed,
-                                    uint64_t trial);
-
-PasskeyResult passkey_eval(ModelBackend& model, int vocab, const std::vector<uint8_t>& text, int64_t L, double depth,
-                           int trials, uint64_t seed);
+PasskeyResult passkey_eval(nn::ModelBackend& model, int vocab, const std::vector<uint8_t>& text, int64_t L,
+                           double depth, int trials, uint64_t seed);
 
 std::string passkey_csv_header();
+// FILE.csv -> FILE-passkey.csv (an experiment's passkey CSV beside its eval CSV)
+std::string passkey_path(const std::string& eval_csv);
 
 // Runs every length x depth for a trained run; writes FILE (columns scheme,
 // seed, train_len, eval_len, depth, trials, accuracy, digit_accuracy,
@@ -43,6 +43,6 @@ std::string passkey_csv_header();
 // where the model runs (empty: the CPU).
 std::string passkey_run(const std::string& run_dir, const std::string& lengths, const std::vector<double>& depths,
                         int trials, uint64_t seed, const std::string& out_csv, bool progress,
-                        const BackendFactory& backend = {});
+                        const nn::BackendFactory& backend = {});
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

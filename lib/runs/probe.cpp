@@ -1,4 +1,4 @@
-#include "nn/probe.h"
+#include "runs/probe.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,15 +12,13 @@
 #include "attention/far_mass.h"
 #include "io/output.h"
 #include "io/table.h"
-#include "nn/eval.h"
 #include "nn/householder.h"
-#include "nn/experiment.h"
-#include "nn/train.h"
+#include "runs/eval.h"
 #include "theory/far_mass_bounds.h"
 #include "theory/haar_score_law.h"
 #include "theory/step_gaps.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 namespace fs = std::filesystem;
 
@@ -48,7 +46,7 @@ void row_logits(double* logits, const MatD& Q, const MatD& K, double scale, doub
 
 // One head's q or k, (T, hd) rows of the (B, H, T, hd) tensor, in double.
 template <class R>
-MatD head_matrix(const R* x, AttentionShape s, int64_t bh) {
+MatD head_matrix(const R* x, nn::AttentionShape s, int64_t bh) {
   return Eigen::Map<const Eigen::Matrix<R, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
              x + bh * s.T * s.hd, s.T, s.hd)
       .template cast<double>();
@@ -86,8 +84,8 @@ RowStats attention_row_stats(const double* logits, int64_t keys, int64_t window)
 }
 
 template <class R>
-void attention_row_logits(double* logits, const R* q, const R* k, ScoreBias<R> bias, AttentionShape s, int64_t b,
-                          int h, int64_t i) {
+void attention_row_logits(double* logits, const R* q, const R* k, nn::ScoreBias<R> bias, nn::AttentionShape s,
+                          int64_t b, int h, int64_t i) {
   const int64_t bh = b * s.H + h;
   row_logits(logits, head_matrix(q, s, bh), head_matrix(k, s, bh), score_scale<R>(s.hd),
              bias.slopes ? bias.slopes[h] : 0.0, bias.cum ? bias.cum + bh * s.T : nullptr, i);
@@ -108,8 +106,8 @@ void HeadProbe::add(const RowStats& r, bool last_bin) {
 }
 
 template <class R>
-void probe_attention(HeadProbe* heads, const R* q, const R* k, ScoreBias<R> bias, const R* hh_w, const R* hh_beta,
-                     AttentionShape s, int64_t window) {
+void probe_attention(HeadProbe* heads, const R* q, const R* k, nn::ScoreBias<R> bias, const R* hh_w, const R* hh_beta,
+                     nn::AttentionShape s, int64_t window) {
   const int64_t BH = int64_t(s.B) * s.H, T = s.T, rows = T - window - 1;
   if (rows <= 0) return;
   std::vector<MatD> Q(BH), K(BH);
@@ -125,7 +123,7 @@ void probe_attention(HeadProbe* heads, const R* q, const R* k, ScoreBias<R> bias
     for (int64_t task = 0; task < BH * rows; ++task) {
       const int64_t bh = task / rows, i = window + 1 + task % rows;
       if (hh_w) {
-        householder_row_logits(transported.data(), q, k, hh_w, hh_beta, bh, i, s);
+        nn::householder_row_logits(transported.data(), q, k, hh_w, hh_beta, bh, i, s);
         std::copy(transported.begin(), transported.begin() + i + 1, logits.begin());
       } else {
         row_logits(logits.data(), Q[bh], K[bh], scale, bias.slopes ? bias.slopes[bh % s.H] : 0.0,
@@ -139,48 +137,49 @@ void probe_attention(HeadProbe* heads, const R* q, const R* k, ScoreBias<R> bias
     heads[(task / rows) % s.H].add(stats[task], window + 1 + task % rows >= last);
 }
 
-std::vector<BlockGap> angle_gaps(const Model<float>& model, const std::vector<double>& byte_freq, double eps,
+std::vector<BlockGap> angle_gaps(const nn::Model<float>& model, const std::vector<double>& byte_freq, double eps,
                                  const std::vector<std::complex<double>>& stream_harmonic) {
-  const ModelConfig& m = model.config();
-  const SchemeInfo* scheme = find_scheme(m.scheme);
-  if (!scheme || scheme->angles == AngleKind::none) return {};
-  const std::vector<double> f = angle_frequencies(m);
+  const nn::ModelConfig& m = model.config();
+  const nn::SchemeInfo* scheme = nn::find_scheme(m.scheme);
+  if (!scheme || scheme->angles == nn::AngleKind::none) return {};
+  const std::vector<double> f = nn::angle_frequencies(m);
   const int nb = int(f.size());
-  if (scheme->angles == AngleKind::projected && stream_harmonic.size() != std::size_t(m.layers) * nb)
+  if (scheme->angles == nn::AngleKind::projected && stream_harmonic.size() != std::size_t(m.layers) * nb)
     throw std::logic_error("angle_gaps: projected angles need the stream's step harmonics");
   std::vector<BlockGap> out;
   for (int l = 0; l < m.layers; ++l) {
     // The learned table's layout is LearnedAngles': entry (x, b) at x nb + b.
-    const float* table =
-        scheme->angles == AngleKind::learned ? model.params.data() + layer_params(model.tensors(), l).angles : nullptr;
+    const float* table = scheme->angles == nn::AngleKind::learned
+                             ? model.params.data() + nn::layer_params(model.tensors(), l).angles
+                             : nullptr;
     for (int b = 0; b < nb; ++b) {
       std::complex<double> mean;
       const char* source = "closed form";
       double beta_init = 1.0;
       switch (scheme->angles) {
-        case AngleKind::rope:
+        case nn::AngleKind::rope:
           mean = 1.0;  // |e^{i f_b}| = 1 exactly; the drift is f_b
           break;
-        case AngleKind::random:
+        case nn::AngleKind::random:
           // Example 1: E e^{i psi} = sin(a)/a for psi ~ U(-a, a), a = s f_b.
           mean = theory::so2_uniform_harmonic(m.angle_scale * f[b]);
           beta_init = std::abs(mean);  // drawn, not trained
           break;
-        case AngleKind::learned:
+        case nn::AngleKind::learned:
           for (int x = 0; x < 256; ++x) mean += byte_freq[x] * std::polar(1.0, double(table[x * nb + b]));
           source = "table";
-          beta_init = initial_block_beta(m, f[b]);
+          beta_init = nn::initial_block_beta(m, f[b]);
           break;
-        case AngleKind::projected:
+        case nn::AngleKind::projected:
           mean = stream_harmonic[std::size_t(l) * nb + b];
           source = "stream";
-          beta_init = initial_block_beta(m, f[b]);
+          beta_init = nn::initial_block_beta(m, f[b]);
           break;
-        case AngleKind::none:
+        case nn::AngleKind::none:
           break;
       }
       const double beta = std::abs(mean);
-      const double drift = scheme->angles == AngleKind::rope ? f[b] : std::arg(mean);
+      const double drift = scheme->angles == nn::AngleKind::rope ? f[b] : std::arg(mean);
       out.push_back({l, b, f[b], beta, drift, theory::mixing_window(beta, eps), beta_init,
                      theory::mixing_window(beta_init, eps), source});
     }
@@ -342,7 +341,7 @@ std::string probe_runs(const ProbeOptions& o) {
   for (const auto& dir : o.runs) {
     TrainedRun run = load_trained_run(dir, o.lengths);
     const RunConfig& c = run.config;
-    Model<float>& model = *run.model;
+    nn::Model<float>& model = *run.model;
     const std::vector<uint8_t>& val = run.corpus.val;
     const int64_t W = o.window ? o.window : c.model.context / 4;
     const int H = c.model.heads, layers = c.model.layers;
@@ -382,7 +381,7 @@ std::string probe_runs(const ProbeOptions& o) {
     const int64_t T = c.model.context;
     PhaseStats phases(layers, nb, phase_distances(T));
     double phase_secs = 0;
-    if (find_scheme(c.model.scheme)->angles != AngleKind::none && int64_t(val.size()) > T) {
+    if (nn::find_scheme(c.model.scheme)->angles != nn::AngleKind::none && int64_t(val.size()) > T) {
       const auto t0 = std::chrono::steady_clock::now();
       model.set_angle_observer(
           [&](int layer, const double* theta, int B, int Tw, int) { phases.add(layer, theta, B, Tw); });
@@ -459,13 +458,13 @@ std::string probe_runs(const ProbeOptions& o) {
   return csv;
 }
 
-#define ROUTELAB_PROBE(R)                                                                                      \
-  template void attention_row_logits<R>(double*, const R*, const R*, ScoreBias<R>, AttentionShape, int64_t, int, \
-                                        int64_t);                                                              \
-  template void probe_attention<R>(HeadProbe*, const R*, const R*, ScoreBias<R>, const R*, const R*,               \
-                                   AttentionShape, int64_t);
+#define ROUTELAB_PROBE(R)                                                                                  \
+  template void attention_row_logits<R>(double*, const R*, const R*, nn::ScoreBias<R>, nn::AttentionShape, \
+                                        int64_t, int, int64_t);                                            \
+  template void probe_attention<R>(HeadProbe*, const R*, const R*, nn::ScoreBias<R>, const R*, const R*,   \
+                                   nn::AttentionShape, int64_t);
 ROUTELAB_PROBE(float)
 ROUTELAB_PROBE(double)
 #undef ROUTELAB_PROBE
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

@@ -1,15 +1,16 @@
-#include "nn/memory.h"
+#include "runs/memory.h"
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
 #include <fmt/core.h>
 
-#include "nn/eval.h"
 #include "nn/model.h"
+#include "runs/config.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 namespace {
 
@@ -23,14 +24,16 @@ std::size_t add(std::size_t a, std::size_t b) {
 
 }  // namespace
 
-std::size_t training_bytes(const ModelConfig& m, int B, int64_t T) {
-  const std::size_t arena = ActivationLayout<float>::size(m, B, int(T), false);
-  return mul(add(mul(param_count(m), 4), mul(arena, 2)), sizeof(float));
+int eval_batch(int64_t L) { return int(std::max<int64_t>(1, 8192 / L)); }
+
+std::size_t training_bytes(const nn::ModelConfig& m, int B, int64_t T) {
+  const std::size_t arena = nn::ActivationLayout<float>::size(m, B, int(T), false);
+  return mul(add(mul(nn::param_count(m), 4), mul(arena, 2)), sizeof(float));
 }
 
-std::size_t evaluation_bytes(const ModelConfig& m, int64_t L) {
-  const std::size_t arena = ActivationLayout<float>::size(m, eval_batch(L), int(L), true);
-  return mul(add(param_count(m), arena), sizeof(float));
+std::size_t evaluation_bytes(const nn::ModelConfig& m, int64_t L) {
+  const std::size_t arena = nn::ActivationLayout<float>::size(m, eval_batch(L), int(L), true);
+  return mul(add(nn::param_count(m), arena), sizeof(float));
 }
 
 std::size_t available_memory_bytes() {
@@ -51,4 +54,4 @@ void require_memory(std::size_t bytes, const std::string& what) {
                                 what, double(bytes) / (1 << 30), double(have) / (1 << 30)));
 }
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

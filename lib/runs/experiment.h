@@ -23,15 +23,10 @@
 #include <string>
 #include <vector>
 
-#include <memory>
-
-#include "data/brown.h"
 #include "nn/backend.h"
-#include "nn/checkpoint.h"
-#include "nn/config.h"
-#include "nn/model.h"
+#include "runs/config.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 // One run of an experiment.
 struct ExperimentPoint {
@@ -62,50 +57,15 @@ struct ExperimentConfig {
 // range, a swept key no scheme reads) is a ConfigError before any work.
 ExperimentConfig load_experiment_config(const std::string& path);
 
-// The eval CSV's columns, shared by `routelab eval` and experiments.
-std::string eval_csv_header();
-std::string positions_csv_header();
-// FILE.csv -> FILE<suffix> (FILE-positions.csv for suffix "-positions.csv").
-std::string csv_with_suffix(const std::string& csv, const std::string& suffix);
-// FILE.csv -> FILE-positions.csv, FILE-passkey.csv
-std::string positions_path(const std::string& eval_csv);
-std::string passkey_path(const std::string& eval_csv);
-
-// A trained run ready to evaluate: its configuration, checkpointed weights
-// loaded into a model, its corpus, and the lengths asked for (refused with a
-// ConfigError naming --lengths).
-struct TrainedRun {
-  RunConfig config;
-  int step = 0;  // the checkpoint's
-  data::Corpus corpus;
-  std::unique_ptr<Model<float>> model;
-  std::vector<int64_t> lengths;
-};
-TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengths_text);
-// The checkpoint of run_dir, whose configuration is c: refused (RunDirError,
-// CheckpointError) when there is none yet, or when it is damaged, of another
-// configuration, or holds another number of parameters than c's model.
-// `file_sha256` as load_checkpoint's.
-Checkpoint load_run_checkpoint(const std::string& run_dir, const RunConfig& c, std::string* file_sha256 = nullptr);
-// The run's model where `backend` puts it (empty: the CPU, driving run.model).
-std::unique_ptr<ModelBackend> trained_run_backend(TrainedRun& run, const BackendFactory& backend);
-
-// Evaluates a trained run at `lengths`, writing eval_csv, its -positions CSV
-// and the sidecar. Returns the rows written (without header).
-// `backend` says where the model runs (empty: the CPU). A non-empty
-// `losses_csv` also gets every scored position's loss:
-// eval_len,window,position,nats, one row per position (nats as float32
-// computed them, 9 significant digits).
-std::string evaluate_run(const std::string& run_dir, const std::string& lengths, const std::string& eval_csv,
-                         bool progress, const BackendFactory& backend = {}, const std::string& losses_csv = "");
-
 // One line per run, in the order the experiment takes them: directory,
 // scheme, seed, key=value for each swept key it reads, and its state
 // ("done", "trained" (not evaluated at these lengths), "step N of M", "to
 // train"). Reads checkpoints' headers only.
 std::string experiment_listing(const ExperimentConfig& e);
 
-// Trains and evaluates every run not yet done, then writes the combined CSVs.
+// Takes every run not yet done through one pass (train, evaluate, passkey
+// retrieval; each step kept where it is already done for the same
+// questions), then writes the combined CSVs.
 // Training and evaluation run on `backend` (empty: the CPU); passkey retrieval
 // stays on the CPU. A non-empty `only` (schemes of the experiment) reruns
 // just those schemes' points: every other point's rows are kept, byte for
@@ -116,7 +76,7 @@ std::string experiment_listing(const ExperimentConfig& e);
 // trains and evaluates nothing: the CSVs get the rows of the runs already
 // done (a long experiment's results so far; the sidecar marks the others
 // "unfinished").
-void run_experiment(const ExperimentConfig& e, bool progress, const BackendFactory& backend = {},
+void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendFactory& backend = {},
                     const std::vector<std::string>& only = {}, bool finished_only = false);
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

@@ -1,6 +1,7 @@
-#include "nn/checkpoint.h"
+#include "runs/run_dir.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -10,7 +11,18 @@
 #include "io/table.h"
 #include "nn/model.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
+
+namespace fs = std::filesystem;
+
+std::string checkpoint_path(const std::string& run_dir) { return (fs::path(run_dir) / "checkpoint.bin").string(); }
+std::string config_path(const std::string& run_dir) { return (fs::path(run_dir) / "config.toml").string(); }
+
+RunConfig load_run_dir_config(const std::string& run_dir) {
+  if (!fs::exists(config_path(run_dir)))
+    throw RunDirError(fmt::format("{} is not a run directory (no config.toml); train one with routelab train", run_dir));
+  return load_run_config(config_path(run_dir));
+}
 
 namespace {
 
@@ -38,7 +50,7 @@ std::string first_difference(const nlohmann::json& have, const nlohmann::json& w
 }  // namespace
 
 void save_checkpoint(const std::string& path, const RunConfig& c, int step, const std::vector<float>& params,
-                     const AdamW& opt) {
+                     const nn::AdamW& opt) {
   std::string payload(3 * params.size() * sizeof(float), '\0');
   char* p = payload.data();
   for (const auto* v : {&params, &opt.m, &opt.v}) {
@@ -88,7 +100,7 @@ Checkpoint load_checkpoint(const std::string& path, std::string* file_sha256) {
     if (ck.step < 0 || ck.step > steps)
       throw damaged(fmt::format("its step {} is outside [0, {}]", ck.step, steps));
     ck.params.resize(std::size_t(n));
-    ck.opt = AdamW(std::size_t(n));
+    ck.opt = nn::AdamW(std::size_t(n));
     const char* p = all.data() + l2 + 1;
     for (auto* v : {&ck.params, &ck.opt.m, &ck.opt.v}) {
       std::memcpy(v->data(), p, std::size_t(n) * sizeof(float));
@@ -121,9 +133,18 @@ void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::st
     throw CheckpointError(
         fmt::format("checkpoint {} was written for another configuration: {} (start a new run directory)", path,
                     d));
-  if (ck.params.size() != param_count(c.model))
+  if (ck.params.size() != nn::param_count(c.model))
     throw CheckpointError(fmt::format("checkpoint {} holds {} parameters, its configuration {}", path,
-                                      ck.params.size(), param_count(c.model)));
+                                      ck.params.size(), nn::param_count(c.model)));
 }
 
-}  // namespace routelab::nn
+Checkpoint load_run_checkpoint(const std::string& run_dir, const RunConfig& c, std::string* file_sha256) {
+  const std::string path = checkpoint_path(run_dir);
+  if (!fs::exists(path))
+    throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", run_dir));
+  Checkpoint ck = load_checkpoint(path, file_sha256);
+  require_same_config(ck, c, path);
+  return ck;
+}
+
+}  // namespace routelab::runs

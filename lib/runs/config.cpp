@@ -1,4 +1,4 @@
-#include "nn/config.h"
+#include "runs/config.h"
 
 #include <filesystem>
 #include <set>
@@ -7,10 +7,10 @@
 #include <fmt/core.h>
 #include <toml++/toml.h>
 
-#include "nn/passkey.h"
+#include "data/passkey_sample.h"
 #include "nn/scheme.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 namespace {
 
@@ -109,7 +109,7 @@ RunConfig parse_run_config(const toml::table& t, const std::string& where, const
     r.integer("layers", c.model.layers, 1, 256);
     r.integer("mlp_ratio", c.model.mlp_ratio, 1, 64);
     r.integer("context", c.model.context, 1, 1 << 20);
-    r.text("scheme", c.model.scheme, "one of " + scheme_names());
+    r.text("scheme", c.model.scheme, "one of " + nn::scheme_names());
     r.real("angle_scale", c.model.angle_scale, 0.0, 1e6);
     r.real("rope_base", c.model.rope_base, 1.0, 1e12, true);
     r.text("learned_init", c.model.learned_init, kLearnedInits);
@@ -170,13 +170,15 @@ RunConfig load_run_config(const std::string& path) {
 }
 
 void validate(const RunConfig& c, const std::string& where) {
-  const ModelConfig& m = c.model;
-  const SchemeInfo* s = find_scheme(m.scheme);
-  if (!s) throw ConfigError(fmt::format("{}: [model] scheme '{}' is unknown; accepted: {}", where, m.scheme, scheme_names()));
+  const nn::ModelConfig& m = c.model;
+  const nn::SchemeInfo* s = nn::find_scheme(m.scheme);
+  if (!s)
+    throw ConfigError(
+        fmt::format("{}: [model] scheme '{}' is unknown; accepted: {}", where, m.scheme, nn::scheme_names()));
   if (m.d_model % m.heads != 0)
     throw ConfigError(fmt::format("{}: [model] heads = {} does not divide d_model = {}; heads must divide d_model",
                                   where, m.heads, m.d_model));
-  if (s->angles != AngleKind::none && m.head_dim() % 2 != 0)
+  if (s->angles != nn::AngleKind::none && m.head_dim() % 2 != 0)
     throw ConfigError(fmt::format("{}: [model] scheme '{}' rotates pairs of coordinates, so d_model / heads must be "
                                   "even (it is {})",
                                   where, m.scheme, m.head_dim()));
@@ -187,10 +189,10 @@ void validate(const RunConfig& c, const std::string& where) {
   if (m.householder_beta != "path" && m.householder_beta != "reflection")
     throw ConfigError(fmt::format("{}: [model] householder_beta must be \"path\" or \"reflection\"", where));
   if (c.corpus.empty()) throw ConfigError(fmt::format("{}: [data] corpus must be a directory path", where));
-  if (c.train.passkey_fraction > 0 && m.context < passkey_min_length())
+  if (c.train.passkey_fraction > 0 && m.context < data::passkey_min_length())
     throw ConfigError(fmt::format("{}: [train] passkey_fraction needs context >= {} (a passkey sample's length); "
                                   "context is {}",
-                                  where, passkey_min_length(), m.context));
+                                  where, data::passkey_min_length(), m.context));
 }
 
 std::string to_toml(const RunConfig& c) {
@@ -232,4 +234,4 @@ nlohmann::json to_json(const RunConfig& c) {
           {"data", {{"corpus", c.corpus}}}};
 }
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

@@ -6,17 +6,21 @@
 #include <cstdint>
 #include <string>
 
-#include "nn/config.h"
+#include "runs/config.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
+
+// Windows per evaluation pass at length L: about 8192 positions per pass, so
+// the arena stays near one size whatever the length (runs/eval.h).
+int eval_batch(int64_t L);
 
 // Bytes of a training run on the CPU: parameters, gradients and AdamW's two
 // moments, and the activation arena with its gradient arena for a batch of
 // B x T.
-std::size_t training_bytes(const ModelConfig& m, int B, int64_t T);
+std::size_t training_bytes(const nn::ModelConfig& m, int B, int64_t T);
 // Bytes of evaluation at window length L: parameters and the shared arena for
 // eval_batch(L) windows.
-std::size_t evaluation_bytes(const ModelConfig& m, int64_t L);
+std::size_t evaluation_bytes(const nn::ModelConfig& m, int64_t L);
 // The machine's available memory (MemAvailable of /proc/meminfo); 0 when it
 // cannot be read, and then no check is made.
 std::size_t available_memory_bytes();
@@ -24,4 +28,4 @@ std::size_t available_memory_bytes();
 // available.
 void require_memory(std::size_t bytes, const std::string& what);
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

@@ -46,7 +46,7 @@
 #include "nn/attention.h"
 #include "nn/model.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 struct RowStats {
   double far_mass, far_norm, entropy, logit_range, far_mass_lower_bound;
@@ -60,8 +60,8 @@ RowStats attention_row_stats(const double* logits, int64_t keys, int64_t window)
 // attention_forward scores them: scale q_i.k_j with scale = 1/sqrt(hd) in R,
 // minus ALiBi's slope_h (i - j), plus the forget gate's cum_i - cum_j.
 template <class R>
-void attention_row_logits(double* logits, const R* q, const R* k, ScoreBias<R> bias, AttentionShape s, int64_t b,
-                          int h, int64_t i);
+void attention_row_logits(double* logits, const R* q, const R* k, nn::ScoreBias<R> bias, nn::AttentionShape s,
+                          int64_t b, int h, int64_t i);
 
 // One head's row statistics summed over its scored queries.
 struct HeadProbe {
@@ -82,15 +82,15 @@ struct HeadProbe {
 // Under Householder transport (hh_w not null) the logits are the transported
 // scores k_j^T H_{j+1} ... H_i q_i / sqrt(hd) (nn/householder.h).
 template <class R>
-void probe_attention(HeadProbe* heads, const R* q, const R* k, ScoreBias<R> bias, const R* hh_w, const R* hh_beta,
-                     AttentionShape s, int64_t window);
+void probe_attention(HeadProbe* heads, const R* q, const R* k, nn::ScoreBias<R> bias, const R* hh_w, const R* hh_beta,
+                     nn::AttentionShape s, int64_t window);
 
 // A Model observer that probes every layer: layer l's heads go to
 // heads[l H .. (l + 1) H).
 template <class R>
-typename Model<R>::AttentionObserver probe_observer(HeadProbe* heads, int64_t window) {
-  return [heads, window](int layer, const R* q, const R* k, ScoreBias<R> bias, const R* hh_w, const R* hh_beta,
-                         AttentionShape s) {
+typename nn::Model<R>::AttentionObserver probe_observer(HeadProbe* heads, int64_t window) {
+  return [heads, window](int layer, const R* q, const R* k, nn::ScoreBias<R> bias, const R* hh_w, const R* hh_beta,
+                         nn::AttentionShape s) {
     probe_attention(heads + int64_t(layer) * s.H, q, k, bias, hh_w, hh_beta, s, window);
   };
 }
@@ -110,7 +110,7 @@ struct BlockGap {
 // Every layer's blocks for a model with angles (empty without); byte_freq is
 // p(x), x < 256, used by learned tables; stream_harmonic (layer l block b at
 // l nb + b) is the empirical E e^{i psi_b}, used by projected angles.
-std::vector<BlockGap> angle_gaps(const Model<float>& model, const std::vector<double>& byte_freq, double eps,
+std::vector<BlockGap> angle_gaps(const nn::Model<float>& model, const std::vector<double>& byte_freq, double eps,
                                  const std::vector<std::complex<double>>& stream_harmonic = {});
 
 // The accumulated angles' statistics over forward passes (an AngleObserver):
@@ -176,4 +176,4 @@ std::string probe_phases_path(const std::string& csv);
 // Returns the probe CSV.
 std::string probe_runs(const ProbeOptions& o);
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

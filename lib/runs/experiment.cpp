@@ -1,28 +1,27 @@
-#include "nn/experiment.h"
+#include "runs/experiment.h"
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include <fmt/core.h>
 #include <toml++/toml.h>
 
-#include "data/brown.h"
 #include "io/output.h"
 #include "io/parse.h"
 #include "io/table.h"
-#include "nn/checkpoint.h"
-#include "nn/eval.h"
-#include "nn/memory.h"
-#include "nn/model.h"
-#include "nn/passkey.h"
 #include "nn/scheme.h"
-#include "nn/train.h"
+#include "runs/eval.h"
+#include "runs/memory.h"
+#include "runs/passkey.h"
+#include "runs/run_dir.h"
+#include "runs/train.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 namespace fs = std::filesystem;
 
@@ -93,7 +92,7 @@ std::string config_value(const RunConfig& c, const std::string& key) {
 }
 
 bool point_reads(const RunConfig& c, const std::string& key) {
-  return sweep_section(key) != "model" || scheme_reads(c.model, key);
+  return sweep_section(key) != "model" || nn::scheme_reads(c.model, key);
 }
 
 std::vector<std::string> read_schemes(const toml::node& v, const std::string& where) {
@@ -102,9 +101,9 @@ std::vector<std::string> read_schemes(const toml::node& v, const std::string& wh
   std::vector<std::string> out;
   for (const auto& s : *a) {
     const auto name = s.value<std::string>();
-    if (!name || !find_scheme(*name))
+    if (!name || !nn::find_scheme(*name))
       throw ConfigError(
-          fmt::format("{} schemes: '{}' is unknown; accepted: {}", where, name.value_or("?"), scheme_names()));
+          fmt::format("{} schemes: '{}' is unknown; accepted: {}", where, name.value_or("?"), nn::scheme_names()));
     if (std::find(out.begin(), out.end(), *name) != out.end())
       throw ConfigError(fmt::format("{} schemes lists {} twice", where, *name));
     out.push_back(*name);
@@ -349,147 +348,8 @@ ExperimentConfig load_experiment_config(const std::string& path) {
   return e;
 }
 
-std::string eval_csv_header() { return "scheme,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n"; }
-std::string positions_csv_header() { return "scheme,seed,train_len,eval_len,pos_lo,pos_hi,tokens,bits_per_byte\n"; }
-
-// The training loss of one run, in blocks of kLossBlock steps: the mean of
-// the losses train.csv logged inside each block (their timing columns vary
-// between machines, the losses do not), so convergence can be judged from
-// the committed CSV. Columns: scheme, seed, step (the block's last), loss.
-constexpr int kLossBlock = 100;
-std::string loss_curve_header() { return "scheme,seed,step,loss\n"; }
-std::string loss_curve_rows(const std::string& train_csv, const std::string& scheme, uint64_t seed) {
-  std::string out;
-  std::istringstream lines(train_csv);
-  std::string line;
-  std::getline(lines, line);  // header: step,loss,...
-  double sum = 0;
-  int n = 0, block = 1;
-  auto flush = [&] {
-    if (n > 0) out += fmt::format("{},{},{},{}\n", scheme, seed, block * kLossBlock, format_number(sum / n));
-    sum = 0, n = 0;
-  };
-  while (std::getline(lines, line)) {
-    const auto comma = line.find(','), next = line.find(',', comma + 1);
-    const auto step = parse_integer(line.substr(0, comma));
-    const auto loss = parse_finite(line.substr(comma + 1, next - comma - 1));
-    if (!step || !loss) continue;
-    while (*step > block * kLossBlock) flush(), ++block;
-    sum += *loss, ++n;
-  }
-  flush();
-  return out;
-}
-
-std::string csv_with_suffix(const std::string& csv, const std::string& suffix) {
-  return (csv.ends_with(".csv") ? csv.substr(0, csv.size() - 4) : csv) + suffix;
-}
-
-std::string positions_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-positions.csv"); }
-std::string passkey_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-passkey.csv"); }
 std::string loss_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-loss.csv"); }
 
-Checkpoint load_run_checkpoint(const std::string& run_dir, const RunConfig& c, std::string* file_sha256) {
-  const std::string path = checkpoint_path(run_dir);
-  if (!fs::exists(path))
-    throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", run_dir));
-  Checkpoint ck = load_checkpoint(path, file_sha256);
-  require_same_config(ck, c, path);
-  return ck;
-}
-
-TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengths_text) {
-  TrainedRun r;
-  r.config = load_run_dir_config(run_dir);
-  try {
-    r.lengths = parse_lengths(lengths_text, r.config.model.context);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(std::string("--lengths: ") + e.what());
-  }
-  const Checkpoint ck = load_run_checkpoint(run_dir, r.config);
-  r.step = ck.step;
-  r.corpus = data::load_corpus(r.config.corpus);
-  // A window of L bytes predicts L + 1: every length must fit the stream.
-  for (int64_t L : r.lengths)
-    if (L + 1 > int64_t(r.corpus.val.size()))
-      throw ConfigError(fmt::format("--lengths: {} is longer than the validation stream of {} ({} bytes); accepted: "
-                                    "at most {}",
-                                    L, run_dir, r.corpus.val.size(), r.corpus.val.size() - 1));
-  for (int64_t L : r.lengths) require_memory(evaluation_bytes(r.config.model, L), fmt::format("evaluating at {}", L));
-  r.model = std::make_unique<Model<float>>(r.config.model, r.config.train.seed);
-  r.model->params.assign(ck.params.begin(), ck.params.end());
-  return r;
-}
-
-std::unique_ptr<ModelBackend> trained_run_backend(TrainedRun& run, const BackendFactory& backend) {
-  if (!backend) return std::make_unique<CpuBackend>(*run.model);
-  std::unique_ptr<ModelBackend> model = backend(run.config.model, run.config.train.seed);
-  model->set_params({run.model->params.begin(), run.model->params.end()});
-  return model;
-}
-
-std::string evaluate_run(const std::string& run_dir, const std::string& lengths_text, const std::string& eval_csv,
-                         bool progress, const BackendFactory& backend, const std::string& losses_csv) {
-  const auto start = std::chrono::steady_clock::now();
-  load_run_dir_config(run_dir);  // a missing run is named before its outputs
-  OutputFiles files("eval");
-  files.input(config_path(run_dir));
-  files.input(checkpoint_path(run_dir));
-  files.output(eval_csv, "--out");
-  files.output(positions_path(eval_csv), "the positions CSV (--out FILE-positions.csv)");
-  files.output(eval_csv + ".json", "the sidecar (--out FILE.json)");
-  if (!losses_csv.empty()) files.output(losses_csv, "--losses");
-  TrainedRun run = load_trained_run(run_dir, lengths_text);
-  const RunConfig& c = run.config;
-  const data::Corpus& corpus = run.corpus;
-  const std::unique_ptr<ModelBackend> device_model = trained_run_backend(run, backend);
-  ModelBackend& model = *device_model;
-  const std::vector<int64_t>& lengths = run.lengths;
-  std::string rows, pos_rows, loss_rows = losses_csv.empty() ? "" : "eval_len,window,position,nats\n";
-  nlohmann::json per_length = nlohmann::json::array();
-  for (int64_t L : lengths) {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<float> losses;
-    const EvalResult r = evaluate(model, corpus.val, L, losses_csv.empty() ? nullptr : &losses);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (std::size_t i = 0; i < losses.size(); ++i)
-      loss_rows += fmt::format("{},{},{},{:.9g}\n", L, int64_t(i) / L, int64_t(i) % L, losses[i]);
-    const std::string key = fmt::format("{},{},{},{}", c.model.scheme, c.train.seed, c.model.context, L);
-    rows += fmt::format("{},{},{},{},{}\n", key, r.windows, r.tokens, format_number(r.bits_per_byte),
-                        format_number(r.ppl));
-    for (const auto& b : r.bins)
-      pos_rows += fmt::format("{},{},{},{},{}\n", key, b.lo, b.hi, b.tokens, format_number(b.bits_per_byte));
-    per_length.push_back({{"eval_len", L}, {"windows", r.windows}, {"windows_per_pass", r.batch},
-                          {"seconds", secs}, {"tokens_per_s", double(r.tokens) / secs}});
-    if (progress)
-      fmt::print(stderr, "eval {} L={}: {:.4f} bits/byte, {} windows, {:.0f} tok/s\n", run_dir, L, r.bits_per_byte,
-                 r.windows, double(r.tokens) / secs);
-  }
-  files.set(positions_path(eval_csv), positions_csv_header() + pos_rows);
-  files.set(eval_csv, eval_csv_header() + rows);
-  if (!losses_csv.empty()) files.set(losses_csv, loss_rows);
-  const nlohmann::json side = {
-      {"command", "eval"},
-      {"run", run_dir},
-      {"checkpoint_step", run.step},
-      {"device", model.device()},
-      {"config", to_json(c)},
-      {"protocol",
-       {{"stream", "validation"},
-        {"windows", "consecutive, non-overlapping: window w holds bytes [w L, w L + L) and predicts bytes "
-                    "[w L + 1, w L + L]"},
-        {"stride", "L"},
-        {"scored", "every position of every window (L per window)"},
-        {"positions_csv", positions_path(eval_csv)},
-        {"position_bins", "[0,1), [1,2), [2,4), ... [L/2, L)"},
-        {"random_angles", "drawn afresh per forward pass (pass ids from 2^36)"}}},
-      {"lengths_text", lengths_text},
-      {"lengths", per_length}};
-  files.set(eval_csv + ".json",
-            sidecar_text(eval_csv, side, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
-  files.commit();
-  return rows;
-}
 
 namespace {
 
@@ -550,6 +410,68 @@ KeptRows read_kept(const std::string& path, const std::string& header, const std
   return k;
 }
 
+// A run's own CSVs, in its directory.
+std::string point_eval_csv(const ExperimentPoint& p) { return (fs::path(p.dir) / "eval.csv").string(); }
+std::string point_passkey_csv(const ExperimentPoint& p) { return (fs::path(p.dir) / "passkey.csv").string(); }
+
+// Whether eval_csv holds a finished evaluation at these lengths (its sidecar
+// is written last).
+bool evaluated_at(const std::string& eval_csv, const std::string& lengths) {
+  const auto side = nlohmann::json::parse(slurp(eval_csv + ".json"), nullptr, false);
+  return !side.is_discarded() && side.value("lengths_text", "") == lengths;
+}
+
+// What one run adds to the combined CSVs (its rows with the swept columns).
+struct PointRows {
+  std::string eval, positions, passkey, loss;
+  double train_seconds = 0;  // this call's
+};
+
+// One run's pass through the workflow: train it (unless its checkpoint has
+// every step), evaluate it (unless a finished evaluation at the experiment's
+// lengths is there), ask it for passkeys (unless the same questions were
+// asked); then read back its rows and its loss curve. With finished_only it
+// does none of the three: a run not already through all of them gives
+// nullopt.
+std::optional<PointRows> run_point(const ExperimentConfig& e, const ExperimentPoint& p, bool progress,
+                                   const nn::BackendFactory& backend, bool finished_only) {
+  const RunConfig& c = p.config;
+  const std::string& dir = p.dir;
+  PointRows out;
+  bool trained = false;
+  if (fs::exists(checkpoint_path(dir))) {
+    const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
+    require_same_config(ck, c, checkpoint_path(dir));
+    trained = ck.step == c.train.steps;
+  }
+  const std::string eval_csv = point_eval_csv(p);
+  const std::string pk = point_passkey_csv(p);
+  const bool evaluated = trained && evaluated_at(eval_csv, e.lengths);
+  // Kept only when it asked the same questions.
+  const auto asked_the_same = [&] {
+    const auto side = nlohmann::json::parse(slurp(pk + ".json"), nullptr, false);
+    return !side.is_discarded() && side.value("trials", 0) == e.passkey_trials &&
+           side.value("lengths_text", "") == e.passkey_lengths && side.contains("depths") &&
+           side["depths"].get<std::vector<double>>() == e.passkey_depths;
+  };
+  const bool passkey_done = e.passkey_trials == 0 || (trained && asked_the_same());
+  if (finished_only && !(evaluated && passkey_done)) return std::nullopt;
+  if (!trained) {
+    if (progress) fmt::print(stderr, "experiment: training {}\n", dir);
+    out.train_seconds = train_run(c, {dir, true, progress, backend}).wall_seconds;
+  }
+  if (!evaluated) evaluate_run(dir, e.lengths, eval_csv, progress, backend);
+  out.eval = with_swept(body(slurp(eval_csv)), p.swept_values);
+  out.positions = with_swept(body(slurp(positions_path(eval_csv))), p.swept_values);
+  out.loss = with_swept(loss_curve_rows(slurp(train_log_path(dir)), c.model.scheme, c.train.seed), p.swept_values);
+  if (e.passkey_trials > 0) {
+    if (!passkey_done)
+      passkey_run(dir, e.passkey_lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress, backend);
+    out.passkey = with_swept(body(slurp(pk)), p.swept_values);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string experiment_listing(const ExperimentConfig& e) {
@@ -562,9 +484,7 @@ std::string experiment_listing(const ExperimentConfig& e) {
     if (fs::exists(checkpoint_path(p.dir))) {
       const Checkpoint ck = load_checkpoint(checkpoint_path(p.dir));
       require_same_config(ck, p.config, checkpoint_path(p.dir));
-      const std::string eval_csv = (fs::path(p.dir) / "eval.csv").string();
-      const auto side = nlohmann::json::parse(slurp(eval_csv + ".json"), nullptr, false);
-      const bool evaluated = !side.is_discarded() && side.value("lengths_text", "") == e.lengths;
+      const bool evaluated = evaluated_at(point_eval_csv(p), e.lengths);
       state = ck.step < p.config.train.steps ? fmt::format("step {} of {}", ck.step, p.config.train.steps)
               : evaluated                    ? "done"
                                              : "trained";
@@ -574,7 +494,7 @@ std::string experiment_listing(const ExperimentConfig& e) {
   return out;
 }
 
-void run_experiment(const ExperimentConfig& e, bool progress, const BackendFactory& backend,
+void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendFactory& backend,
                     const std::vector<std::string>& only, bool finished_only) {
   const auto start = std::chrono::steady_clock::now();
   if (finished_only && !only.empty())
@@ -618,12 +538,6 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
   files.output(loss_path(e.csv), "[experiment] csv's -loss.csv");
   files.output(e.csv + ".json", "[experiment] csv's sidecar");
   std::string rows, pos_rows, passkey_rows, loss_rows;
-  // Every run whose folder holds its training log, kept by --only or not.
-  const auto add_loss_rows = [&](const ExperimentPoint& p) {
-    loss_rows += with_swept(loss_curve_rows(slurp((fs::path(p.dir) / "train.csv").string()), p.config.model.scheme,
-                                            p.config.train.seed),
-                            p.swept_values);
-  };
   nlohmann::json runs = nlohmann::json::array();
   for (const ExperimentPoint& p : e.points) {
     const RunConfig& c = p.config;
@@ -635,55 +549,28 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
       rows += k[0];
       pos_rows += k[1];
       if (e.passkey_trials > 0) passkey_rows += k[2];
-      add_loss_rows(p);
+      // A kept run's loss curve, where its folder still holds the log.
+      loss_rows += with_swept(loss_curve_rows(slurp(train_log_path(dir)), c.model.scheme, c.train.seed),
+                              p.swept_values);
       runs.push_back({{"run", dir}, {"scheme", c.model.scheme}, {"seed", c.train.seed}, {"swept", values},
                       {"rows_kept_from_previous_csv", true}});
       continue;
     }
-    bool trained = false;
-    if (fs::exists(checkpoint_path(dir))) {
-      const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
-      require_same_config(ck, c, checkpoint_path(dir));
-      trained = ck.step == c.train.steps;
-    }
-    const std::string eval_csv = (fs::path(dir) / "eval.csv").string();
-    const std::string pk = (fs::path(dir) / "passkey.csv").string();
-    // A finished evaluation at the same lengths is kept, and a passkey run
-    // only when it asked the same questions.
-    const auto evaluated = [&] {
-      const auto side = nlohmann::json::parse(slurp(eval_csv + ".json"), nullptr, false);
-      return trained && !side.is_discarded() && side.value("lengths_text", "") == e.lengths;
-    };
-    const auto passkey_kept = [&] {
-      const auto side = nlohmann::json::parse(slurp(pk + ".json"), nullptr, false);
-      return trained && !side.is_discarded() && side.value("trials", 0) == e.passkey_trials &&
-             side.value("lengths_text", "") == e.passkey_lengths && side.contains("depths") &&
-             side["depths"].get<std::vector<double>>() == e.passkey_depths;
-    };
-    if (finished_only && !(evaluated() && (e.passkey_trials == 0 || passkey_kept()))) {
+    const std::optional<PointRows> r = run_point(e, p, progress, backend, finished_only);
+    if (!r) {
       runs.push_back({{"run", dir}, {"scheme", c.model.scheme}, {"seed", c.train.seed}, {"swept", values},
                       {"unfinished", true}});
       continue;
     }
-    double train_s = 0;
-    if (!trained) {
-      if (progress) fmt::print(stderr, "experiment: training {}\n", dir);
-      train_s = train_run(c, {dir, true, progress, backend}).wall_seconds;
-    }
-    if (!evaluated()) evaluate_run(dir, e.lengths, eval_csv, progress, backend);
-    rows += with_swept(body(slurp(eval_csv)), p.swept_values);
-    pos_rows += with_swept(body(slurp(positions_path(eval_csv))), p.swept_values);
-    add_loss_rows(p);
-    if (e.passkey_trials > 0) {
-      if (!passkey_kept())
-        passkey_run(dir, e.passkey_lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress, backend);
-      passkey_rows += with_swept(body(slurp(pk)), p.swept_values);
-    }
+    rows += r->eval;
+    pos_rows += r->positions;
+    passkey_rows += r->passkey;
+    loss_rows += r->loss;
     runs.push_back({{"run", dir},
                     {"scheme", c.model.scheme},
                     {"seed", c.train.seed},
                     {"swept", values},
-                    {"train_seconds_this_call", train_s}});
+                    {"train_seconds_this_call", r->train_seconds}});
   }
   files.set(positions_path(e.csv), with_swept(positions_csv_header(), keys) + pos_rows);
   if (e.passkey_trials > 0) files.set(passkey_path(e.csv), with_swept(passkey_csv_header(), keys) + passkey_rows);
@@ -698,4 +585,4 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
   files.commit();
 }
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

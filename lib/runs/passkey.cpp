@@ -1,4 +1,4 @@
-#include "nn/passkey.h"
+#include "runs/passkey.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,56 +10,27 @@
 #include "data/brown.h"
 #include "io/output.h"
 #include "io/table.h"
-#include "nn/checkpoint.h"
-#include "nn/eval.h"
-#include "nn/experiment.h"
-#include "nn/train.h"
 #include "rng/stream.h"
+#include "runs/eval.h"
+#include "runs/memory.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 namespace {
 
-constexpr int kDigits = 5;
-const std::string kNeedle = " The pass key is {}. Remember it. ";
-const std::string kQuestion = " What is the pass key? The pass key is {}";
 // Random angles of passkey passes: apart from training and evaluation.
 constexpr uint64_t kPasskeyPass = uint64_t(1) << 37;
-constexpr uint64_t kPasskeyStream = uint64_t(1) << 61;
 
 }  // namespace
+
+std::string passkey_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-passkey.csv"); }
 
 std::string passkey_csv_header() {
   return "scheme,seed,train_len,eval_len,depth,trials,accuracy,digit_accuracy,key_bits_per_byte\n";
 }
 
-int64_t passkey_min_length() {
-  return int64_t(kNeedle.size() + kQuestion.size()) - 4 + 2 * kDigits + 16;
-}
-
-std::vector<uint8_t> passkey_sample(const std::vector<uint8_t>& text, int64_t L, double depth, uint64_t seed,
-                                    uint64_t trial) {
-  Stream s(seed, kPasskeyStream | trial);
-  std::string key;
-  for (int d = 0; d < kDigits; ++d) key += char('0' + s.below(10));
-  const std::string needle = fmt::format(fmt::runtime(kNeedle), key);
-  const std::string question = fmt::format(fmt::runtime(kQuestion), key);
-  const int64_t filler = L + 1 - int64_t(needle.size() + question.size());
-  if (filler < 16) throw std::invalid_argument(fmt::format("passkey needs windows of at least {} bytes", passkey_min_length()));
-  if (int64_t(text.size()) <= filler) throw std::invalid_argument("the filler text is shorter than the window");
-  const uint64_t off = s.below(uint64_t(int64_t(text.size()) - filler));
-  const int64_t at = std::llround(depth * double(filler));
-  std::vector<uint8_t> out;
-  out.reserve(std::size_t(L) + 1);
-  out.insert(out.end(), text.begin() + off, text.begin() + off + at);
-  out.insert(out.end(), needle.begin(), needle.end());
-  out.insert(out.end(), text.begin() + off + at, text.begin() + off + filler);
-  out.insert(out.end(), question.begin(), question.end());
-  return out;
-}
-
-PasskeyResult passkey_eval(ModelBackend& model, int vocab, const std::vector<uint8_t>& text, int64_t L, double depth,
-                           int trials, uint64_t seed) {
+PasskeyResult passkey_eval(nn::ModelBackend& model, int vocab, const std::vector<uint8_t>& text, int64_t L,
+                           double depth, int trials, uint64_t seed) {
   PasskeyResult r;
   r.eval_len = L;
   r.depth = depth;
@@ -85,24 +56,24 @@ PasskeyResult passkey_eval(ModelBackend& model, int vocab, const std::vector<uin
     const float* losses = model.losses();
     for (int b = 0; b < B; ++b) {
       int right = 0;
-      for (int64_t t = L - kDigits; t < L; ++t) {
+      for (int64_t t = L - data::kPasskeyDigits; t < L; ++t) {
         const float* l = logits + (b * L + t) * V;
         right += int(std::max_element(l, l + V) - l) == targets[b * L + t];
         nats += losses[b * L + t];
       }
       digits_right += right;
-      all_right += right == kDigits;
+      all_right += right == data::kPasskeyDigits;
     }
   }
   r.accuracy = double(all_right) / trials;
-  r.digit_accuracy = double(digits_right) / (double(trials) * kDigits);
-  r.key_bits = nats / (double(trials) * kDigits) / std::log(2.0);
+  r.digit_accuracy = double(digits_right) / (double(trials) * data::kPasskeyDigits);
+  r.key_bits = nats / (double(trials) * data::kPasskeyDigits) / std::log(2.0);
   return r;
 }
 
 std::string passkey_run(const std::string& run_dir, const std::string& lengths_text, const std::vector<double>& depths,
                         int trials, uint64_t seed, const std::string& out_csv, bool progress,
-                        const BackendFactory& backend) {
+                        const nn::BackendFactory& backend) {
   const auto start = std::chrono::steady_clock::now();
   for (double d : depths)
     if (!(d >= 0 && d <= 1)) throw ConfigError("--depths: each depth must be a fraction in [0, 1]");
@@ -115,7 +86,7 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
   files.output(out_csv + ".json", "the sidecar --out FILE.json");
   TrainedRun run = load_trained_run(run_dir, lengths_text);
   const RunConfig& c = run.config;
-  const std::unique_ptr<ModelBackend> model = trained_run_backend(run, backend);
+  const std::unique_ptr<nn::ModelBackend> model = trained_run_backend(run, backend);
   for (int64_t L : run.lengths)
     if (L < passkey_min_length())
       throw ConfigError(fmt::format("--lengths: {} is too short for a passkey window; accepted: at least {}", L,
@@ -144,9 +115,9 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
                  {"lengths_text", lengths_text},
                  {"seed", seed},
                  {"protocol",
-                  {{"needle", kNeedle},
-                   {"question", kQuestion},
-                   {"digits", kDigits},
+                  {{"needle", std::string(data::kPasskeyNeedle)},
+                   {"question", std::string(data::kPasskeyQuestion)},
+                   {"digits", data::kPasskeyDigits},
                    {"filler", "a uniform slice of the validation stream per trial"},
                    {"depth", "fraction of the filler before the needle"},
                    {"scoring", "teacher forced: the key's digits after the question; retrieved = every digit top-1"}}}},
@@ -155,4 +126,4 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
   return csv;
 }
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

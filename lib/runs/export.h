@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "base/shape.h"
-#include "nn/config.h"
+#include "runs/config.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 // One exported tensor: its name and shape, and where its values lie in the
 // flat parameter buffer (param_layout): floats [offset, offset + size).
@@ -26,7 +26,7 @@ struct ExportTensor {
 
 // Every parameter of a model of configuration m, in buffer order, each float
 // in exactly one tensor.
-std::vector<ExportTensor> export_layout(const ModelConfig& m);
+std::vector<ExportTensor> export_layout(const nn::ModelConfig& m);
 
 // The file's bytes. Metadata (every value a string): format
 // ("routelab-export 1"), scheme, model (the [model] table as JSON), config
@@ -43,4 +43,4 @@ std::string export_safetensors(const RunConfig& c, int step, const std::string& 
 // refused with one line before anything is written.
 void export_run(const std::string& run_dir, const std::string& out);
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

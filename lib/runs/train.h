@@ -3,8 +3,8 @@
 // and at the end. Batches and random angles are functions of (seed, step), so
 // a run resumed from any checkpoint reaches the same final weights as one that
 // never stopped.
-// A run directory holds config.toml, checkpoint.bin and train.csv
-// (step, loss, lr, grad_norm, tokens_per_s, elapsed_s).
+// It writes the run directory (runs/run_dir.h): config.toml, checkpoint.bin
+// and train.csv (step, loss, lr, grad_norm, tokens_per_s, elapsed_s).
 #pragma once
 
 #include <cstdint>
@@ -12,22 +12,17 @@
 #include <vector>
 
 #include "nn/backend.h"
-#include "nn/config.h"
+#include "runs/config.h"
+#include "runs/run_dir.h"
 
-namespace routelab::nn {
-
-// A run directory that cannot be used as asked (exists without --resume, or
-// holds another configuration): one line, exit status 2.
-struct RunDirError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+namespace routelab::runs {
 
 struct TrainOptions {
   std::string run_dir;
   bool resume = false;
   bool progress = true;  // a progress line on stderr
   // Where the model trains (nn/backend.h); empty: the CPU.
-  BackendFactory backend = nullptr;
+  nn::BackendFactory backend = nullptr;
 };
 
 struct TrainSummary {
@@ -48,9 +43,16 @@ void training_batch(const std::vector<uint8_t>& stream, int T, int first_b, int 
 
 TrainSummary train_run(const RunConfig& c, const TrainOptions& opt);
 
-// A finished run's final weights (RunDirError if not finished).
-std::string checkpoint_path(const std::string& run_dir);
-std::string config_path(const std::string& run_dir);
-RunConfig load_run_dir_config(const std::string& run_dir);
+// DIR/train.csv, the run's log.
+std::string train_log_path(const std::string& dir);
 
-}  // namespace routelab::nn
+// The training loss of one run in blocks of kLossBlock steps: the mean of the
+// losses its train.csv logged inside each block (the timing columns vary
+// between machines, the losses do not), so convergence can be judged from a
+// committed CSV. Columns: scheme, seed, step (the block's last), loss. An
+// empty log gives no rows.
+inline constexpr int kLossBlock = 100;
+std::string loss_curve_header();
+std::string loss_curve_rows(const std::string& train_csv, const std::string& scheme, uint64_t seed);
+
+}  // namespace routelab::runs

@@ -1,4 +1,4 @@
-#include "nn/export.h"
+#include "runs/export.h"
 
 #include <iterator>
 
@@ -7,12 +7,10 @@
 #include "io/output.h"
 #include "io/safetensors.h"
 #include "io/sha256.h"
-#include "nn/checkpoint.h"
-#include "nn/experiment.h"
 #include "nn/model.h"
-#include "nn/train.h"
+#include "runs/run_dir.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 namespace {
 
@@ -34,9 +32,9 @@ const LeafName kLeaves[] = {
 
 }  // namespace
 
-std::vector<ExportTensor> export_layout(const ModelConfig& m) {
+std::vector<ExportTensor> export_layout(const nn::ModelConfig& m) {
   std::vector<ExportTensor> out;
-  for (const ParamTensor& t : param_layout(m)) {
+  for (const nn::ParamTensor& t : nn::param_layout(m)) {
     const std::size_t dot = t.name.find('.');
     const std::string leaf = dot == std::string::npos ? t.name : t.name.substr(dot + 1);
     const std::string prefix = dot == std::string::npos ? "" : "layers." + t.name.substr(5, dot - 5) + ".";
@@ -92,4 +90,4 @@ void export_run(const std::string& run_dir, const std::string& out) {
   files.commit();
 }
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

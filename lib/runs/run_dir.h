@@ -1,6 +1,10 @@
-// A training run's state on disk: configuration, step, parameters and the
-// optimizer's moments. One file, written whole or not at all, so a run killed
-// at any moment leaves the previous checkpoint intact.
+// A run directory: config.toml (the run's configuration, runs/config.h),
+// checkpoint.bin and train.csv (runs/train.h), and what every later step of
+// the workflow reads from it.
+//
+// The checkpoint: a training run's state on disk: configuration, step,
+// parameters and the optimizer's moments. One file, written whole or not at
+// all, so a run killed at any moment leaves the previous checkpoint intact.
 // Layout: the line "routelab-checkpoint 2", one line of JSON (configuration,
 // step, parameter count), params, m and v as raw float32, then a newline and
 // the sha256 (64 hex digits) of everything before it: a changed byte anywhere
@@ -14,9 +18,20 @@
 #include <vector>
 
 #include "nn/adamw.h"
-#include "nn/config.h"
+#include "runs/config.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
+
+// A run directory that cannot be used as asked (exists without --resume, or
+// holds another configuration, or no checkpoint yet): one line, exit status 2.
+struct RunDirError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string checkpoint_path(const std::string& run_dir);
+std::string config_path(const std::string& run_dir);
+// The run's configuration (RunDirError when run_dir holds no config.toml).
+RunConfig load_run_dir_config(const std::string& run_dir);
 
 // Unreadable, damaged, or from another configuration: one line naming the
 // file and what is wrong.
@@ -28,16 +43,21 @@ struct Checkpoint {
   nlohmann::json config;  // to_json(RunConfig) of the run that wrote it
   int step = 0;           // steps completed
   std::vector<float> params;
-  AdamW opt;
+  nn::AdamW opt;
 };
 
 void save_checkpoint(const std::string& path, const RunConfig& c, int step, const std::vector<float>& params,
-                     const AdamW& opt);
+                     const nn::AdamW& opt);
 // `file_sha256`, if given, receives the sha256 of the file as read (what
 // export records), so a caller that needs both reads the file once.
 Checkpoint load_checkpoint(const std::string& path, std::string* file_sha256 = nullptr);
 // Throws CheckpointError naming the first field where `ck` and `c` differ, or
 // when `ck` holds another number of parameters than `c` lays out.
 void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::string& path);
+// The checkpoint of run_dir, whose configuration is c: refused (RunDirError,
+// CheckpointError) when there is none yet, or when it is damaged, of another
+// configuration, or holds another number of parameters than c's model.
+// `file_sha256` as load_checkpoint's.
+Checkpoint load_run_checkpoint(const std::string& run_dir, const RunConfig& c, std::string* file_sha256 = nullptr);
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

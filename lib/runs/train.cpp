@@ -1,6 +1,4 @@
-#include "nn/train.h"
-
-#include "nn/memory.h"
+#include "runs/train.h"
 
 #include <unistd.h>
 
@@ -13,25 +11,52 @@
 #include <fmt/core.h>
 
 #include "data/brown.h"
+#include "io/parse.h"
 #include "io/table.h"
 #include "nn/adamw.h"
 #include "nn/backend.h"
-#include "nn/checkpoint.h"
 #include "nn/model.h"
-#include "nn/passkey.h"
+#include "data/passkey_sample.h"
 #include "nn/streams.h"
-#include "stats/distributed.h"
 #include "rng/stream.h"
+#include "runs/memory.h"
+#include "runs/run_dir.h"
+#include "stats/distributed.h"
 
-namespace routelab::nn {
+namespace routelab::runs {
 
 namespace fs = std::filesystem;
+
+std::string train_log_path(const std::string& dir) { return (fs::path(dir) / "train.csv").string(); }
+
+std::string loss_curve_header() { return "scheme,seed,step,loss\n"; }
+std::string loss_curve_rows(const std::string& train_csv, const std::string& scheme, uint64_t seed) {
+  std::string out;
+  std::istringstream lines(train_csv);
+  std::string line;
+  std::getline(lines, line);  // header: step,loss,...
+  double sum = 0;
+  int n = 0, block = 1;
+  auto flush = [&] {
+    if (n > 0) out += fmt::format("{},{},{},{}\n", scheme, seed, block * kLossBlock, format_number(sum / n));
+    sum = 0, n = 0;
+  };
+  while (std::getline(lines, line)) {
+    const auto comma = line.find(','), next = line.find(',', comma + 1);
+    const auto step = parse_integer(line.substr(0, comma));
+    const auto loss = parse_finite(line.substr(comma + 1, next - comma - 1));
+    if (!step || !loss) continue;
+    while (*step > block * kLossBlock) flush(), ++block;
+    sum += *loss, ++n;
+  }
+  flush();
+  return out;
+}
+
 
 namespace {
 
 constexpr const char* kLogHeader = "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n";
-
-std::string train_log_path(const std::string& dir) { return (fs::path(dir) / "train.csv").string(); }
 
 // The rows of an earlier train.csv up to `step` (they end with '\n').
 std::string log_rows_up_to(const std::string& path, int step) {
@@ -61,26 +86,18 @@ bool same_run(const RunConfig& a, const RunConfig& b) {
 
 }  // namespace
 
-std::string checkpoint_path(const std::string& run_dir) { return (fs::path(run_dir) / "checkpoint.bin").string(); }
-std::string config_path(const std::string& run_dir) { return (fs::path(run_dir) / "config.toml").string(); }
-
-RunConfig load_run_dir_config(const std::string& run_dir) {
-  if (!fs::exists(config_path(run_dir)))
-    throw RunDirError(fmt::format("{} is not a run directory (no config.toml); train one with routelab train", run_dir));
-  return load_run_config(config_path(run_dir));
-}
-
 void training_batch(const std::vector<uint8_t>& stream, int T, int first_b, int B, uint64_t seed, int step,
                     int* tokens, int* targets, double passkey_fraction) {
   const uint64_t span = stream.size() - uint64_t(T);  // offsets 0 .. size - T - 1
   for (int b = 0; b < B; ++b) {
-    Stream s(seed, batch_stream(uint64_t(step), uint64_t(first_b + b)));
+    Stream s(seed, nn::batch_stream(uint64_t(step), uint64_t(first_b + b)));
     const uint64_t off = s.below(span);
     const uint8_t* window = stream.data() + off;
     std::vector<uint8_t> sample;
     if (passkey_fraction > 0 && s.uniform() < passkey_fraction) {
       const double depth = s.uniform();
-      sample = passkey_sample(stream, T, depth, seed, training_passkey_trial(uint64_t(step), uint64_t(first_b + b)));
+      sample = data::passkey_sample(stream, T, depth, seed,
+                                    nn::training_passkey_trial(uint64_t(step), uint64_t(first_b + b)));
       window = sample.data();
     }
     for (int t = 0; t < T; ++t) {
@@ -129,8 +146,8 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
   if (!opt.backend)
     require_memory(training_bytes(c.model, local_B, T),
                    fmt::format("training (a batch of {} x {} bytes)", local_B, T));
-  const BackendFactory make_model = opt.backend ? opt.backend : cpu_backend_factory();
-  const std::unique_ptr<ModelBackend> model = make_model(c.model, c.train.seed);
+  const nn::BackendFactory make_model = opt.backend ? opt.backend : nn::cpu_backend_factory();
+  const std::unique_ptr<nn::ModelBackend> model = make_model(c.model, c.train.seed);
   // Every rank has read the run directory before the root writes to it.
   dist::barrier();
   if (root) {
@@ -163,7 +180,7 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
     last_loss = dist::mean_over_ranks(last_loss);
     const double norm = model->grad_norm();
     const double scale = (c.train.grad_clip > 0 && norm > c.train.grad_clip) ? c.train.grad_clip / norm : 1.0;
-    const double lr = learning_rate(c.train, step);
+    const double lr = nn::learning_rate(c.train, step);
     model->adamw_update(c.train, lr, scale, step + 1);
     const auto t1 = std::chrono::steady_clock::now();
     const double step_s = std::chrono::duration<double>(t1 - t0).count();
@@ -192,4 +209,4 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
   return summary;
 }
 
-}  // namespace routelab::nn
+}  // namespace routelab::runs

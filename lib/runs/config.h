@@ -1,0 +1,55 @@
+// The configuration of one training run, read from TOML (the first step of
+// the run workflow, lib/runs/; the values and their defaults are
+// nn/hyperparameters.h's):
+//   [model]  d_model, heads, layers, mlp_ratio, context, scheme, angle_scale,
+//            rope_base, learned_init, learned_sigma, learned_shared,
+//            householder_beta
+//   [train]  batch, steps, lr, min_lr_ratio, warmup, weight_decay, beta1,
+//            beta2, eps, grad_clip, seed, checkpoint_every, log_every
+//   [data]   corpus
+// Every key has a default; an unknown key or table, a value of the wrong type
+// or out of range is a ConfigError naming it and what is accepted.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nn/hyperparameters.h"
+
+namespace toml {
+inline namespace v3 {
+class table;
+}
+}  // namespace toml
+
+namespace routelab::runs {
+
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct RunConfig {
+  nn::ModelConfig model;
+  nn::TrainConfig train;
+  std::string corpus = "data/brown";
+  bool operator==(const RunConfig&) const = default;
+};
+
+// `where` names the source in messages (a file name).
+RunConfig parse_run_config(const toml::table& t, const std::string& where,
+                           const std::vector<std::string>& extra_tables = {});
+RunConfig load_run_config(const std::string& path);
+// ConfigError unless `path` names an existing regular file.
+void require_config_file(const std::string& path);
+// Raises ConfigError for combinations no model can have (heads not dividing
+// d_model, an odd head dimension under a rotary scheme, ...).
+void validate(const RunConfig& c, const std::string& where);
+
+std::string to_toml(const RunConfig& c);
+nlohmann::json to_json(const RunConfig& c);
+
+}  // namespace routelab::runs
