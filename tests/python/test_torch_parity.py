@@ -13,10 +13,8 @@ final layer norm's bias) and must fail. Exit status 1 if an honest model fails o
 """
 import argparse
 import copy
-import hashlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,10 +23,9 @@ import numpy as np
 import torch
 
 import routelab.torch as rt
+from helpers import make_corpus, run_cli, tiny_config
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-SLICE = os.path.join(ROOT, "tests", "data", "brown-slice")
 # The validation stream cut to its first 9000 bytes, so the check takes seconds: at L = 16 (batch 512) and
 # L = 64 (batch 128) it is two forward passes, the second one short, so pass ids and a partial batch are met.
 VAL_BYTES = 9000
@@ -41,38 +38,6 @@ VARIANTS += [(f"{s}-{b}", s, f'householder_beta = "{b}"\n') for s in ("household
 # The variants whose perturbed copy must fail: one per kind of positional transport.
 PLANTED = {"nope", "rope", "random_qkv", "alibi", "householder_qkv-path"}
 TOL_BPB, TOL_LOSS = rt.TOL_BPB, rt.TOL_LOSS
-
-
-def make_corpus(work):
-    """A corpus folder as routelab reads it: the slice's train.txt, the cut val.txt, SHA256SUMS."""
-    d = os.path.join(work, "corpus")
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(SLICE, "train.txt"), "rb") as f:
-        train = f.read()
-    with open(os.path.join(SLICE, "val.txt"), "rb") as f:
-        val = f.read()[:VAL_BYTES]
-    sums = ""
-    for name, data in (("train.txt", train), ("val.txt", val)):
-        with open(os.path.join(d, name), "wb") as f:
-            f.write(data)
-        sums += f"{hashlib.sha256(data).hexdigest()}  {name}\n"
-    with open(os.path.join(d, "SHA256SUMS"), "w") as f:
-        f.write(sums)
-    return d
-
-
-def config(scheme, extra, corpus):
-    # d_model 24 with 3 heads: ALiBi's slopes for a head count that is not a power of two; 2 layers: the
-    # layer index of random angles and of the tensor names.
-    return (f'[model]\nd_model = 24\nheads = 3\nlayers = 2\nmlp_ratio = 2\ncontext = 16\nscheme = "{scheme}"\n'
-            f"{extra}[train]\nbatch = 4\nwarmup = 2\nsteps = 400\nlr = 3e-3\ncheckpoint_every = 400\n"
-            f'log_every = 100\n[data]\ncorpus = "{corpus}"\n')
-
-
-def routelab(binary, *args):
-    r = subprocess.run([binary, *args], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"torch_parity: routelab {' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
 
 
 def main():
@@ -95,7 +60,7 @@ def main():
 
 
 def check(a, work):
-    corpus = make_corpus(work)
+    corpus = make_corpus(work, VAL_BYTES)
     val = np.fromfile(os.path.join(corpus, "val.txt"), dtype=np.uint8)
     failed, passed_planted, planted = [], [], 0
     t0 = time.time()
@@ -104,16 +69,16 @@ def check(a, work):
         run = os.path.join(work, name)
         cfg = os.path.join(work, name + ".toml")
         with open(cfg, "w") as f:
-            f.write(config(scheme, extra, corpus))
+            f.write(tiny_config(scheme, extra, corpus))
         if not os.path.exists(os.path.join(run, "checkpoint.bin")):
-            routelab(a.routelab, "train", "--config", cfg, "--out", run, "--quiet", "--threads", "1")
+            run_cli(a.routelab, "train", "--config", cfg, "--out", run, "--quiet", "--threads", "1")
         eval_csv, losses_csv = os.path.join(run, "eval.csv"), os.path.join(run, "losses.csv")
-        routelab(a.routelab, "eval", "--run", run, "--lengths", "1x,4x", "--out", eval_csv, "--losses", losses_csv,
+        run_cli(a.routelab, "eval", "--run", run, "--lengths", "1x,4x", "--out", eval_csv, "--losses", losses_csv,
                  "--quiet", "--threads", "1")
         st = os.path.join(work, name + ".safetensors")
         if os.path.exists(st):
             os.remove(st)
-        routelab(a.routelab, "export", "--run", run, "--out", st)
+        run_cli(a.routelab, "export", "--run", run, "--out", st)
         model = rt.from_safetensors(st, torch.float64)
         theirs = rt.read_losses(losses_csv)
         their_bpb = rt.read_eval_bpb(eval_csv)

@@ -14,7 +14,6 @@ step as PaTH's layer does, so the outputs are the full forward's.
 """
 import math
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn

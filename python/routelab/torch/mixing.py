@@ -9,7 +9,7 @@ import math
 import numpy as np
 import torch
 
-from .attention import SchemeAttention, wrap
+from .attention import SchemeAttention
 
 
 def mixing_window(beta, eps):
