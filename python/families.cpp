@@ -168,12 +168,15 @@ void bind_families(py::module_& m) {
         "B.2's mixing window w_eps = ceil(log(1/eps) / log(1/beta)) (1 when beta = 0).");
 
   py::class_<Law>(m, "StepLaw", "One step law of the registry at one parameter point (routelab.step_law).")
-      .def_property_readonly("family", [](const Law& l) { return l.law->family(); })
-      .def_property_readonly("d", [](const Law& l) { return l.law->dim(); })
+      .def_property_readonly("family", [](const Law& l) { return l.law->family(); }, "the family's name")
+      .def_property_readonly("d", [](const Law& l) { return l.law->dim(); }, "the dimension: steps are d x d")
       .def_property_readonly("params", [](const Law& l) { return l.params; }, "the flags it was built from")
-      .def_property_readonly("determinant", [](const Law& l) { return det_text(l.law->det_class()); })
-      .def_property_readonly("haar_limit", [](const Law& l) { return haar_text(l.law->haar_limit()); })
-      .def_property_readonly("closed_forms", [](const Law& l) { return l.law->closed_form_text(); })
+      .def_property_readonly("determinant", [](const Law& l) { return det_text(l.law->det_class()); },
+                             "where the steps live: plus (SO(d)), minus or mixed")
+      .def_property_readonly("haar_limit", [](const Law& l) { return haar_text(l.law->haar_limit()); },
+                             "whether the walk tends to Haar on its component (Theorem 4): yes, no or unknown")
+      .def_property_readonly("closed_forms", [](const Law& l) { return l.law->closed_form_text(); },
+                             "the closed forms in words, as `routelab families` prints them")
       .def_property_readonly("gap", [](const Law& l) { return l.law->gap(); },
                              "beta = ||E M||_op from the closed form (Assumption 1), or None")
       .def_property_readonly(
