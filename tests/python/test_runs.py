@@ -46,15 +46,18 @@ class Runs(unittest.TestCase):
             f.write(tiny_config("learned_qkv", "", cls.corpus, STEPS).replace("log_every = 100", "log_every = 4"))
         cls.cli_run = os.path.join(cls.work, "cli")
         run_cli(ROUTELAB, "train", "--config", toml, "--out", cls.cli_run, "--quiet", "--threads", "2")
+        cls.toml_run = routelab.train(toml, os.path.join(cls.work, "from-toml"), threads=2)
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.work, ignore_errors=True)
 
-    def test_train_from_a_dict_is_the_cli_run(self):
+    def test_train_from_a_dict_or_a_file_is_the_cli_run(self):
         self.assertEqual([s[:2] for s in self.seen], [(i, STEPS) for i in range(1, STEPS + 1)])
         self.assertTrue(all(np.isfinite(s[2]) for s in self.seen))
         self.assertEqual(read(os.path.join(self.py_run.path, "checkpoint.bin")),
+                         read(os.path.join(self.cli_run, "checkpoint.bin")))
+        self.assertEqual(read(os.path.join(self.toml_run.path, "checkpoint.bin")),
                          read(os.path.join(self.cli_run, "checkpoint.bin")))
         self.assertEqual(self.py_run.step, STEPS)
         self.assertEqual(self.py_run.scheme, "learned_qkv")
