@@ -10,6 +10,8 @@ import math
 import os
 import signal
 import tempfile
+import threading
+import time
 import unittest
 
 import numpy as np
@@ -122,6 +124,24 @@ class Simulations(unittest.TestCase):
             with self.assertRaises(KeyboardInterrupt):
                 routelab.sim("spectral-gap", family="so2", d=[2, 4, 6], samples=200, out=out, progress=interrupt)
             self.assertEqual(os.listdir(d), [])
+
+    def test_the_gil_is_released_while_a_simulation_runs(self):
+        # Another Python thread keeps running while a sweep works: it counts while the sim's thread is alive.
+        done = threading.Event()
+        result = {}
+
+        def work():
+            result["cols"] = routelab.sim("spectral-gap", family="householder", d=[8, 16], samples=200000, threads=1)
+            done.set()
+        t = threading.Thread(target=work)
+        ticks = 0
+        t.start()
+        while not done.is_set():
+            ticks += 1
+            time.sleep(0.001)
+        t.join()
+        self.assertGreater(ticks, 20)
+        self.assertEqual(len(result["cols"]["estimate"]), 4)
 
     def test_help_lists_every_simulation_and_its_flags(self):
         doc = routelab.sim.__doc__
