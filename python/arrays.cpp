@@ -53,7 +53,8 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 
 }  // namespace
 
-py::dict columns_to_arrays(const std::vector<std::string>& names, const std::vector<std::vector<std::string>>& rows) {
+py::dict columns_to_arrays(const std::vector<std::string>& names, const std::vector<std::vector<std::string>>& rows,
+                           const std::set<std::string>& real) {
   py::dict out;
   const py::ssize_t n = py::ssize_t(rows.size());
   for (std::size_t c = 0; c < names.size(); ++c) {
@@ -62,7 +63,7 @@ py::dict columns_to_arrays(const std::vector<std::string>& names, const std::vec
       return c < rows[r].size() ? rows[r][c] : empty;
     };
     std::vector<int64_t> ints(rows.size());
-    bool all_int = n > 0;
+    bool all_int = n > 0 && !real.count(names[c]);
     for (std::size_t r = 0; r < rows.size() && all_int; ++r) all_int = parse_int64(cell(r), ints[r]);
     if (all_int) {
       out[py::str(names[c])] = owned_array(std::move(ints), {n});
@@ -82,7 +83,7 @@ py::dict columns_to_arrays(const std::vector<std::string>& names, const std::vec
   return out;
 }
 
-py::dict csv_to_arrays(const std::string& csv) {
+py::dict csv_to_arrays(const std::string& csv, const std::set<std::string>& real) {
   std::vector<std::string> lines;
   std::size_t at = 0;
   while (at < csv.size()) {
@@ -96,7 +97,7 @@ py::dict csv_to_arrays(const std::string& csv) {
   if (lines.empty()) return py::dict();
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 1; i < lines.size(); ++i) rows.push_back(split_csv_line(lines[i]));
-  return columns_to_arrays(split_csv_line(lines[0]), rows);
+  return columns_to_arrays(split_csv_line(lines[0]), rows, real);
 }
 
 void register_errors(py::module_& m) {

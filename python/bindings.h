@@ -3,6 +3,7 @@
 // stops on Ctrl-C, and one registration function per concern.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,14 +22,17 @@ void bind_sims(py::module_& m);      // sims.cpp
 void bind_families(py::module_& m);  // families.cpp
 void bind_runs(py::module_& m);      // runs.cpp
 
-// Columns of text cells, as the CSV writes them, to {name: array}: int64
-// where every cell is an integer, float64 where every cell is a number or
-// empty (NaN), otherwise an array of str. Each array owns the buffer it was
-// filled into (no copy on the way to Python).
-py::dict columns_to_arrays(const std::vector<std::string>& names, const std::vector<std::vector<std::string>>& rows);
+// Columns of text cells, as the CSV writes them, to {name: array}: float64
+// for the columns named in `real` (measured values, whose shortest text may
+// look like an integer: "0"), otherwise int64 where every cell is an
+// integer, float64 where every cell is a number or empty (NaN), else an
+// array of str. Each array owns the buffer it was filled into (no copy on
+// the way to Python).
+py::dict columns_to_arrays(const std::vector<std::string>& names, const std::vector<std::vector<std::string>>& rows,
+                           const std::set<std::string>& real = {});
 // A CSV text as the library writes it (a header line, quoted fields where
 // needed) to the same columns.
-py::dict csv_to_arrays(const std::string& csv);
+py::dict csv_to_arrays(const std::string& csv, const std::set<std::string>& real = {});
 
 // A vector handed to NumPy without a copy: the array owns it.
 template <class T>

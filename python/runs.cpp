@@ -79,10 +79,10 @@ py::dict evaluate(const std::string& run_dir, const std::string& lengths, bool l
     }
     checkpoint_python(progress, i + 1, run.lengths.size());
   }
-  py::dict out = columns_to_arrays(names, rows);
+  py::dict out = columns_to_arrays(names, rows, {"bits_per_byte", "ppl"});
   py::dict result;
   result["lengths"] = out;
-  result["positions"] = columns_to_arrays(bin_names, bin_rows);
+  result["positions"] = columns_to_arrays(bin_names, bin_rows, {"bits_per_byte"});
   if (losses) result["losses"] = per_position;
   return result;
 }
@@ -141,9 +141,12 @@ void bind_runs(py::module_& m) {
           rows = nn::probe_runs(o);
         }
         py::dict out;
-        out["rows"] = csv_to_arrays(rows);
-        out["angles"] = csv_to_arrays(read_text(nn::probe_angles_path(csv)));
-        out["phases"] = csv_to_arrays(read_text(nn::probe_phases_path(csv)));
+        out["rows"] = csv_to_arrays(rows, {"far_mass", "far_norm", "entropy", "logit_range", "far_mass_lower_bound",
+                                           "far_mass_last_bin"});
+        out["angles"] = csv_to_arrays(read_text(nn::probe_angles_path(csv)),
+                                      {"frequency", "eps", "beta", "drift", "beta_init"});
+        out["phases"] = csv_to_arrays(read_text(nn::probe_phases_path(csv)),
+                                      {"mean_cos", "variance_ratio", "mean_abs_corr"});
         return out;
       },
       py::arg("runs"), py::arg("lengths"), py::arg("window"), py::arg("max_windows"), py::arg("eps"), py::arg("csv"),
@@ -161,7 +164,7 @@ void bind_runs(py::module_& m) {
           py::gil_scoped_release release;
           csv = nn::passkey_run(run, lengths, depths, trials, seed, out, false);
         }
-        return csv_to_arrays(csv);
+        return csv_to_arrays(csv, {"depth", "accuracy", "digit_accuracy", "key_bits_per_byte"});
       },
       py::arg("run"), py::arg("lengths"), py::arg("depths"), py::arg("trials"), py::arg("seed"), py::arg("out"),
       py::arg("threads") = 0);

@@ -21,7 +21,7 @@ void bind_sims(py::module_& m) {
           py::gil_scoped_release release;
           return run_sim_to_outputs(req);
         }();
-        return columns_to_arrays(table.columns(), table.rows());
+        return columns_to_arrays(table.columns(), table.rows(), {"estimate", "stderr", "ci_low", "ci_high", "theory"});
       },
       py::arg("name"), py::arg("flags"), py::arg("progress") = py::none());
   m.def(

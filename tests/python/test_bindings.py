@@ -84,6 +84,10 @@ class Simulations(unittest.TestCase):
         same_as_cli(self, cols, out)
         self.assertEqual(cols["samples"].dtype, np.int64)
         self.assertEqual(cols["estimate"].dtype, np.float64)
+        # Measured values are float64 even where every one prints as an integer (Example 2 at d = 2: 0).
+        gap = routelab.sim("spectral-gap", family="householder", d=2, samples=100)
+        self.assertEqual(gap["theory"].dtype, np.float64)
+        self.assertEqual(gap["d"].dtype, np.int64)
 
     def test_out_writes_the_cli_bytes_and_a_sidecar(self):
         with tempfile.TemporaryDirectory() as d:

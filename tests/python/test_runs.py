@@ -100,6 +100,7 @@ class Runs(unittest.TestCase):
         rows = list(csv.DictReader(io.StringIO(text)))
         self.assertEqual(list(mine["accuracy"]), [float(x["accuracy"]) for x in rows])
         self.assertEqual(list(mine["depth"]), [float(x["depth"]) for x in rows])
+        self.assertEqual(mine["accuracy"].dtype, np.float64)  # even where every accuracy prints as 0 or 1
 
     def test_probe_and_the_torch_mixing_windows(self):
         p = self.py_run.probe("1x", window=4, max_windows=2, csv=os.path.join(self.work, "probe.csv"))
