@@ -102,8 +102,8 @@ py::array_t<double> products(const Law& l, std::vector<long long> lengths, long 
 }
 
 // Scores q^T P_t k for t = 1..n of `samples` walks (e_1 for q and k unless given).
-py::array_t<double> scores(const Law& l, long long n, long long samples, uint64_t seed, std::optional<std::vector<double>> q,
-                           std::optional<std::vector<double>> k, int threads) {
+py::array_t<double> scores(const Law& l, long long n, long long samples, uint64_t seed,
+                           std::optional<std::vector<double>> q, std::optional<std::vector<double>> k, int threads) {
   require_count(n, 1, 100000, "n");
   require_count(samples, 1, 1LL << 30, "samples");
   const int d = l.law->dim();
@@ -160,7 +160,8 @@ void bind_families(py::module_& m) {
       [] {
         py::list out;
         for (const auto& f : family_flags())
-          out.append(py::dict(py::arg("name") = f.name, py::arg("default") = f.default_value, py::arg("help") = f.help));
+          out.append(
+              py::dict(py::arg("name") = f.name, py::arg("default") = f.default_value, py::arg("help") = f.help));
         return out;
       },
       "Every step-law flag with its default and help text.");

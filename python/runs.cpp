@@ -31,7 +31,8 @@ class ThreadsFor {
  public:
   explicit ThreadsFor(int threads) : saved_(omp_get_max_threads()) {
     if (threads < 0 || threads > kMaxThreads)
-      throw BadInput("threads", fmt::format("{} is not accepted; an integer in [1, 1024], or 0 for every core", threads));
+      throw BadInput("threads",
+                     fmt::format("{} is not accepted; an integer in [1, 1024], or 0 for every core", threads));
     if (threads > 0) omp_set_num_threads(threads);
   }
   ~ThreadsFor() { omp_set_num_threads(saved_); }
