@@ -83,22 +83,9 @@ int cmd_sim(const std::vector<std::string>& args) {
     cuda::require_cuda_device();
     req.gpu = true;
   }
-  const std::string out = req.out;
-  OutputFiles files("sim");
-  if (!out.empty()) files.output(out, "--out"), files.output(out + ".json", "the sidecar --out FILE.json");
   req.progress = isatty(2);
-  const auto start = std::chrono::steady_clock::now();
-  nlohmann::json config;
-  Table table = run_sim(req, &config);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!dist::is_root()) return 0;
-  if (out.empty()) {
-    std::fputs(table.to_csv().c_str(), stdout);
-  } else {
-    files.set(out, table.to_csv());
-    files.set(out + ".json", sidecar_text(out, config, wall));
-    files.commit();
-  }
+  const Table table = run_sim_to_outputs(req);
+  if (dist::is_root() && req.out.empty()) std::fputs(table.to_csv().c_str(), stdout);
   return 0;
 }
 

@@ -9,6 +9,7 @@ packages=(
   libeigen3-dev libboost-math-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   librandom123-dev libgtest-dev libtomlplusplus-dev
   python3-numpy python3-scipy python3-matplotlib python3-threadpoolctl
+  python3-dev pybind11-dev python3-pybind11 python3-pandas
   libopenblas0-pthread
   libopenmpi-dev openmpi-bin
 )

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The CPU test suite under AddressSanitizer and UndefinedBehaviorSanitizer
-# (the `sanitize` CMake preset: RelWithDebInfo, no CUDA, no benchmarks, in
+# (the `sanitize` CMake preset: RelWithDebInfo, no CUDA, no benchmarks, no
+# Python module (an instrumented extension cannot load into an uninstrumented
+# interpreter; routelab.torch's tests still run from python/), in
 # build-sanitize/). Any report fails the run: ASan aborts on its first error,
 # UBSan does too (-fno-sanitize-recover). Leak checking is on. A clean build
 # takes about 15 minutes on two cores, the suite a few more.

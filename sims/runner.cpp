@@ -1,5 +1,6 @@
 #include "sims/runner.h"
 
+#include "io/output.h"
 #include "io/parse.h"
 #include "io/sha256.h"
 
@@ -225,6 +226,8 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
 
   const long long samples = req.samples > 0 ? req.samples : sim.default_samples;
   const auto start = std::chrono::steady_clock::now();
+  const std::size_t mine = partial ? (points.size() + req.shards - 1 - req.shard) / req.shards : points.size();
+  std::size_t done = 0;
   for (std::size_t k = 0; k < points.size(); ++k) {
     if (partial && long(k % req.shards) != req.shard) continue;
     SimContext ctx{req.seed, req.threads, samples, (long long)k, req.gpu};
@@ -253,6 +256,7 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::fprintf(stderr, "routelab: %s point %zu/%zu done, %.1f s\n", sim.name.c_str(), k + 1, points.size(), s);
     }
+    if (req.on_point) req.on_point(++done, mine);
   }
   if (config) {
     nlohmann::json j;
@@ -275,6 +279,21 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
                     {"sha256", sha256_hex(csv.data(), csv.size())}};
     }
     *config = j;
+  }
+  return table;
+}
+
+Table run_sim_to_outputs(const RunRequest& req) {
+  OutputFiles files("sim");
+  if (!req.out.empty()) files.output(req.out, "--out"), files.output(req.out + ".json", "the sidecar --out FILE.json");
+  const auto start = std::chrono::steady_clock::now();
+  nlohmann::json config;
+  Table table = run_sim(req, &config);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!req.out.empty() && dist::is_root()) {
+    files.set(req.out, table.to_csv());
+    files.set(req.out + ".json", sidecar_text(req.out, config, wall));
+    files.commit();
   }
   return table;
 }

@@ -2,6 +2,7 @@
 // runs each point, and assembles one tidy table (the CSV contract: README, "Running a simulation").
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct RunRequest {
   int shard = -1, shards = 0;  // --shard K/N: run points p with p % N == K, write a partial
   bool progress = false;  // one line per point on stderr
   bool gpu = false;       // --device cuda (the sim must have a GPU path)
+  // Called after each point that ran (done of total, counting this shard's
+  // points only); it may throw to stop the sweep (the Python module's Ctrl-C).
+  std::function<void(std::size_t done, std::size_t total)> on_point = nullptr;
 };
 
 // Parses "--flag value" / "--flag=value" pairs after `routelab sim NAME`.
@@ -34,6 +38,11 @@ std::vector<Params> expand_points(const RunRequest& req);
 
 // Runs every point; throws BadInput before any work if a point is invalid.
 Table run_sim(const RunRequest& req, nlohmann::json* config = nullptr);
+
+// run_sim with the request's outputs: --out FILE and its sidecar are checked
+// before any work (io/output.h) and written whole after it, by rank 0. What
+// `routelab sim` and the Python module's routelab.sim both run.
+Table run_sim_to_outputs(const RunRequest& req);
 
 // `routelab merge`: combines the partial CSVs of `--shard K/N` runs (each
 // with its sidecar) into the bytes a single run would have written. Throws

@@ -1,5 +1,6 @@
 #include "runs/config.h"
 
+#include <fstream>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -156,17 +157,24 @@ void require_config_file(const std::string& path) {
     throw ConfigError(fmt::format("{}: not a regular file (a directory?); a TOML config file", path));
 }
 
-RunConfig load_run_config(const std::string& path) {
+RunConfig parse_run_config_text(const std::string& text, const std::string& where) {
   try {
-    require_config_file(path);
-    const toml::table t = toml::parse_file(path);
+    const toml::table t = toml::parse(text, where);
     // An experiment file is a run config plus [experiment]: its base run
     // (the scheme in [model], rope by default) trains on its own.
-    return parse_run_config(t, path, {"experiment"});
+    return parse_run_config(t, where, {"experiment"});
   } catch (const toml::parse_error& e) {
     const auto& b = e.source().begin;
-    throw ConfigError(fmt::format("{}:{}:{}: not valid TOML: {}", path, b.line, b.column, e.description()));
+    throw ConfigError(fmt::format("{}:{}:{}: not valid TOML: {}", where, b.line, b.column, e.description()));
   }
+}
+
+RunConfig load_run_config(const std::string& path) {
+  require_config_file(path);
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_run_config_text(text.str(), path);
 }
 
 void validate(const RunConfig& c, const std::string& where) {

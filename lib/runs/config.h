@@ -43,6 +43,9 @@ struct RunConfig {
 RunConfig parse_run_config(const toml::table& t, const std::string& where,
                            const std::vector<std::string>& extra_tables = {});
 RunConfig load_run_config(const std::string& path);
+// The same from TOML text; `where` names it in messages (the Python module's
+// routelab.train passes a dict's TOML as "config").
+RunConfig parse_run_config_text(const std::string& text, const std::string& where);
 // ConfigError unless `path` names an existing regular file.
 void require_config_file(const std::string& path);
 // Raises ConfigError for combinations no model can have (heads not dividing

@@ -202,6 +202,7 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
       write_file_atomic(train_log_path(dir), kLogHeader + log_rows);
       save_checkpoint(checkpoint_path(dir), c, done, model->params(), model->optimizer());
     }
+    if (opt.on_step) opt.on_step(done, c.train.steps, last_loss);
   }
   summary.steps = c.train.steps;
   summary.final_loss = last_loss;

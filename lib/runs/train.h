@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct TrainOptions {
   bool progress = true;  // a progress line on stderr
   // Where the model trains (nn/backend.h); empty: the CPU.
   nn::BackendFactory backend = nullptr;
+  // Called after every step with (steps done, steps configured, the step's
+  // loss); it may throw to stop training (the Python module's Ctrl-C): the
+  // run keeps its last checkpoint and resumes from it.
+  std::function<void(int done, int steps, double loss)> on_step = nullptr;
 };
 
 struct TrainSummary {

@@ -1,5 +1,6 @@
-"""PyTorch parity (issue 18): for every scheme, a tiny model trained a few steps by routelab, exported, and
-scored again by bench/peers/model_torch.py in float64 from the .safetensors file alone. Bits per byte must
+"""PyTorch parity (issues 18, 37): for every scheme, a tiny model trained a few steps by routelab, exported, and
+scored again by routelab.torch (from_safetensors, the package's modules) in float64 from the .safetensors file
+alone. Bits per byte must
 agree with `routelab eval` to 1e-5 relative and every position's loss to 1e-4 (|a - b| / max(1, |b|)), at
 the training length and 4x it. Prints one line per model with the worst differences.
 
@@ -7,71 +8,36 @@ A check that cannot fail checks nothing: on one model of each kind of scheme (PL
 runs again with the torch model perturbed (RoPE's frequencies, the random angles' seed, ALiBi's slopes, the
 final layer norm's bias) and must fail. Exit status 1 if an honest model fails or a perturbed one passes.
 
-  /usr/bin/python3 tests/torch_parity.py --routelab BUILD/routelab [--keep DIR] [--only a,b]
+  PYTHONPATH=BUILD/python /usr/bin/python3 tests/python/test_torch_parity.py --routelab BUILD/routelab
+      [--keep DIR] [--only a,b]
 """
 import argparse
 import copy
-import hashlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "bench", "peers"))
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-import model_torch  # noqa: E402
+import routelab.torch as rt
+from helpers import make_corpus, run_cli, tiny_config
 
-SLICE = os.path.join(ROOT, "tests", "data", "brown-slice")
+
 # The validation stream cut to its first 9000 bytes, so the check takes seconds: at L = 16 (batch 512) and
 # L = 64 (batch 128) it is two forward passes, the second one short, so pass ids and a partial batch are met.
 VAL_BYTES = 9000
 # (name, scheme, extra [model] lines): every scheme, the learned ones also with one shared table, the
 # Householder ones in both beta modes.
-VARIANTS = [(s, s, "") for s in model_torch.SCHEMES if not s.startswith("householder")]
+VARIANTS = [(s, s, "") for s in rt.SCHEMES if not s.startswith("householder")]
 VARIANTS += [("learned_qkv-shared", "learned_qkv", "learned_shared = true\n")]
 VARIANTS += [(f"{s}-{b}", s, f'householder_beta = "{b}"\n') for s in ("householder_qk", "householder_qkv")
              for b in ("path", "reflection")]
 # The variants whose perturbed copy must fail: one per kind of positional transport.
 PLANTED = {"nope", "rope", "random_qkv", "alibi", "householder_qkv-path"}
-TOL_BPB, TOL_LOSS = model_torch.TOL_BPB, model_torch.TOL_LOSS
-
-
-def make_corpus(work):
-    """A corpus folder as routelab reads it: the slice's train.txt, the cut val.txt, SHA256SUMS."""
-    d = os.path.join(work, "corpus")
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(SLICE, "train.txt"), "rb") as f:
-        train = f.read()
-    with open(os.path.join(SLICE, "val.txt"), "rb") as f:
-        val = f.read()[:VAL_BYTES]
-    sums = ""
-    for name, data in (("train.txt", train), ("val.txt", val)):
-        with open(os.path.join(d, name), "wb") as f:
-            f.write(data)
-        sums += f"{hashlib.sha256(data).hexdigest()}  {name}\n"
-    with open(os.path.join(d, "SHA256SUMS"), "w") as f:
-        f.write(sums)
-    return d
-
-
-def config(scheme, extra, corpus):
-    # d_model 24 with 3 heads: ALiBi's slopes for a head count that is not a power of two; 2 layers: the
-    # layer index of random angles and of the tensor names.
-    return (f'[model]\nd_model = 24\nheads = 3\nlayers = 2\nmlp_ratio = 2\ncontext = 16\nscheme = "{scheme}"\n'
-            f"{extra}[train]\nbatch = 4\nwarmup = 2\nsteps = 400\nlr = 3e-3\ncheckpoint_every = 400\n"
-            f'log_every = 100\n[data]\ncorpus = "{corpus}"\n')
-
-
-def routelab(binary, *args):
-    r = subprocess.run([binary, *args], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"torch_parity: routelab {' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
+TOL_BPB, TOL_LOSS = rt.TOL_BPB, rt.TOL_LOSS
 
 
 def main():
@@ -83,7 +49,7 @@ def main():
     # One thread each, torch and routelab (whose results do not depend on it): on a busy machine a second
     # thread mostly spins.
     torch.set_num_threads(1)
-    model_torch.philox.self_test()
+    rt.philox.self_test()
     work = a.keep or tempfile.mkdtemp(prefix="routelab_torch_parity_")
     os.makedirs(work, exist_ok=True)
     try:
@@ -94,7 +60,7 @@ def main():
 
 
 def check(a, work):
-    corpus = make_corpus(work)
+    corpus = make_corpus(work, VAL_BYTES)
     val = np.fromfile(os.path.join(corpus, "val.txt"), dtype=np.uint8)
     failed, passed_planted, planted = [], [], 0
     t0 = time.time()
@@ -103,26 +69,25 @@ def check(a, work):
         run = os.path.join(work, name)
         cfg = os.path.join(work, name + ".toml")
         with open(cfg, "w") as f:
-            f.write(config(scheme, extra, corpus))
+            f.write(tiny_config(scheme, extra, corpus))
         if not os.path.exists(os.path.join(run, "checkpoint.bin")):
-            routelab(a.routelab, "train", "--config", cfg, "--out", run, "--quiet", "--threads", "1")
+            run_cli(a.routelab, "train", "--config", cfg, "--out", run, "--quiet", "--threads", "1")
         eval_csv, losses_csv = os.path.join(run, "eval.csv"), os.path.join(run, "losses.csv")
-        routelab(a.routelab, "eval", "--run", run, "--lengths", "1x,4x", "--out", eval_csv, "--losses", losses_csv,
+        run_cli(a.routelab, "eval", "--run", run, "--lengths", "1x,4x", "--out", eval_csv, "--losses", losses_csv,
                  "--quiet", "--threads", "1")
         st = os.path.join(work, name + ".safetensors")
         if os.path.exists(st):
             os.remove(st)
-        routelab(a.routelab, "export", "--run", run, "--out", st)
-        tensors, meta = model_torch.load_safetensors(st)
-        model = model_torch.RoutelabModel(tensors, meta)
-        theirs = model_torch.read_losses(losses_csv)
-        their_bpb = model_torch.read_eval_bpb(eval_csv)
+        run_cli(a.routelab, "export", "--run", run, "--out", st)
+        model = rt.from_safetensors(st, torch.float64)
+        theirs = rt.read_losses(losses_csv)
+        their_bpb = rt.read_eval_bpb(eval_csv)
 
         def agrees(m, label):
             worst_bpb = worst_loss = 0.0
             bpbs = []
             for L in sorted(their_bpb):
-                _, _, bpb, rel, worst = model_torch.compare(m, val, L, their_bpb[L], theirs.get(L, []))
+                _, _, bpb, rel, worst = rt.compare(m, val, L, their_bpb[L], theirs.get(L, []))
                 bpbs.append(f"{bpb:.4f}")
                 worst_bpb, worst_loss = max(worst_bpb, rel), max(worst_loss, worst)
             ok = worst_bpb <= TOL_BPB and worst_loss <= TOL_LOSS
@@ -150,15 +115,20 @@ def check(a, work):
 
 
 def plant(model):
-    """A small error in the peer, one per kind of scheme, that the check must catch."""
-    if model.alibi:
-        model.slopes = model.slopes * 1.01
-    elif model.angles == "random":
-        model.seed += 1  # other angles
-    elif model.angles == "rope":
-        model.freqs = model.freqs * 1.001
-    else:
-        model.t["ln_f.bias"] = model.t["ln_f.bias"] + 1e-3
+    """A small error in the modules, one per kind of scheme, that the check must catch."""
+    attn = [blk.attn for blk in model.layers]
+    with torch.no_grad():
+        if attn[0].alibi:
+            for a in attn:
+                a.slopes *= 1.01
+        elif attn[0].angle_kind == "random":
+            for a in attn:
+                a.seed += 1  # other angles
+        elif attn[0].angle_kind == "rope":
+            for a in attn:
+                a.freqs *= 1.001
+        else:
+            model.ln_f.bias += 1e-3
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ words) and the 64-bit stream id (high words). One block gives four 32-bit
 words; uniform() takes two words w0, w1 as the 64 bits w0 | w1 << 32 and maps
 their top 53 bits to ((bits >> 11) + 1/2) 2^-53, in (0, 1).
 
-    /usr/bin/python3 bench/peers/philox.py      # the known-answer test
+    PYTHONPATH=python /usr/bin/python3 -m routelab.torch.philox      # the known-answer test
 """
 import sys
 
@@ -36,21 +36,24 @@ def philox4x32_10(ctr, key):
     return c
 
 
-def stream_words(seed, streams, nwords):
-    """The first nwords words of each stream id in `streams` (a list of ints): an array (len(streams), nwords)
-    of uint64 holding 32-bit words, as routelab's Stream(seed, stream).next_u32() gives them."""
-    nblocks = (nwords + 3) // 4
+def stream_words(seed, streams, nwords, first=0):
+    """Words first .. first + nwords - 1 of each stream id in `streams` (a list of ints): an array
+    (len(streams), nwords) of uint64 holding 32-bit words, as routelab's Stream(seed, stream).next_u32() gives
+    them (word w is word w % 4 of block w // 4)."""
+    b0 = first // 4
+    nblocks = (first + nwords + 3) // 4 - b0
     s = np.array([x & MASK64 for x in streams], dtype=np.uint64)[:, None]
-    block = np.arange(nblocks, dtype=np.uint64)[None, :]
+    block = np.arange(b0, b0 + nblocks, dtype=np.uint64)[None, :]
     out = philox4x32_10([block & np.uint64(MASK32), block >> np.uint64(32), s & np.uint64(MASK32),
                          s >> np.uint64(32)], [seed & MASK32, (seed >> 32) & MASK32])
     words = np.stack(out, axis=-1).reshape(len(streams), 4 * nblocks)
-    return words[:, :nwords]
+    return words[:, first - 4 * b0:first - 4 * b0 + nwords]
 
 
-def stream_uniforms(seed, streams, n):
-    """n uniforms in (0, 1) from each stream: Stream::uniforms (one uniform from each two words)."""
-    w = stream_words(seed, streams, 2 * n)
+def stream_uniforms(seed, streams, n, first=0):
+    """Uniforms first .. first + n - 1 in (0, 1) of each stream: Stream::uniforms (uniform i from words 2i,
+    2i + 1), so a decoder can draw position t's angles on their own."""
+    w = stream_words(seed, streams, 2 * n, 2 * first)
     bits = w[:, 0::2] | (w[:, 1::2] << np.uint64(32))
     return ((bits >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53
 

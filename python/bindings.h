@@ -1,0 +1,56 @@
+// What the binding files of the Python module share: how a table of text
+// cells becomes NumPy columns, how long work releases the GIL and still
+// stops on Ctrl-C, and one registration function per concern.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+namespace routelab::python {
+
+namespace py = pybind11;
+
+// Every refusal of the library (BadInput, ConfigError, CorpusError,
+// CheckpointError, RunDirError, DeviceError, OutputError) becomes a
+// ValueError carrying the CLI's one line (without its "routelab: " prefix).
+void register_errors(py::module_& m);
+void bind_sims(py::module_& m);      // sims.cpp
+void bind_families(py::module_& m);  // families.cpp
+void bind_runs(py::module_& m);      // runs.cpp
+
+// Columns of text cells, as the CSV writes them, to {name: array}: float64
+// for the columns named in `real` (measured values, whose shortest text may
+// look like an integer: "0"), otherwise int64 where every cell is an
+// integer, float64 where every cell is a number or empty (NaN), else an
+// array of str. Each array owns the buffer it was filled into (no copy on
+// the way to Python).
+py::dict columns_to_arrays(const std::vector<std::string>& names, const std::vector<std::vector<std::string>>& rows,
+                           const std::set<std::string>& real = {});
+// A CSV text as the library writes it (a header line, quoted fields where
+// needed) to the same columns.
+py::dict csv_to_arrays(const std::string& csv, const std::set<std::string>& real = {});
+
+// A vector handed to NumPy without a copy: the array owns it.
+template <class T>
+py::array_t<T> owned_array(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
+  auto* held = new std::vector<T>(std::move(v));
+  py::capsule owner(held, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>(shape, held->data(), owner);
+}
+
+// Called from work running without the GIL, between its units (a point, a
+// step, a length): takes the GIL, raises KeyboardInterrupt (by throwing
+// py::error_already_set) if Ctrl-C came, then calls `callback` (None: no
+// call) with the arguments.
+template <class... Args>
+void checkpoint_python(const py::object& callback, Args&&... args) {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  if (!callback.is_none()) callback(std::forward<Args>(args)...);
+}
+
+}  // namespace routelab::python
