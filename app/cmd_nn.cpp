@@ -17,6 +17,7 @@
 #include "app/commands.h"
 #include "cuda/device.h"
 #include "io/parse.h"
+#include "io/user_paths.h"
 #include "nn/backend.h"
 #include "nn/config.h"
 #include "nn/experiment.h"
@@ -98,6 +99,8 @@ int cmd_train(const std::vector<std::string>& args) {
   const nn::BackendFactory backend = model_backend(device, tf32);
   require_named_if_given(app, "--out", out);
   if (out.empty()) out = (fs::path("runs") / fs::path(config).stem()).string();
+  note_user_path("--out", out);
+  note_user_path("--config's [data] corpus", c.corpus);
   const nn::TrainSummary s = nn::train_run(c, {out, resume, !quiet, backend});
   if (!quiet && dist::is_root())
     fmt::print(stderr, "train: {} steps{} in {:.1f} s, final loss {:.4f}; run in {}\n", s.steps - s.start_step,
@@ -244,6 +247,8 @@ int cmd_experiment(const std::vector<std::string>& args) {
     std::fputs(nn::experiment_listing(e).c_str(), stdout);
     return 0;
   }
+  note_user_path("[experiment] out", e.out);
+  note_user_path("[experiment] csv", e.csv);
   nn::run_experiment(e, !quiet, model_backend(device, tf32), only);
   if (no_plot) return 0;
   // The figure comes from plots/, which reads the CSV and never recomputes.

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@
 #include "nn/train.h"
 #include "io/output.h"
 #include "io/table.h"
+#include "io/user_paths.h"
 #include "sims/runner.h"
 #include "sims/verify.h"
 #include "stats/distributed.h"
@@ -81,6 +83,7 @@ int cmd_sim(const std::vector<std::string>& args) {
     req.gpu = true;
   }
   const std::string out = req.out;
+  note_user_path("--out", out);
   OutputFiles files("sim");
   if (!out.empty()) files.output(out, "--out"), files.output(out + ".json", "the sidecar --out FILE.json");
   req.progress = isatty(2);
@@ -179,6 +182,7 @@ int run(int argc, char** argv) {
         if (c == '\n') c = ' ';
       return bad_input(msg + " (see routelab --help)");
     }
+    note_path_options(app);
     if (app.got_subcommand("families")) return cmd_families();
     if (app.got_subcommand("merge")) {
       const auto start = std::chrono::steady_clock::now();
@@ -229,6 +233,12 @@ int run(int argc, char** argv) {
     return bad_input(e.what());
   } catch (const OutputError& e) {
     return bad_input(e.what());
+  } catch (const std::filesystem::filesystem_error& e) {
+    // The one place an operating-system error on a path becomes bad input.
+    const std::string line = user_path_refusal(e);
+    if (!line.empty()) return bad_input(line);
+    if (dist::is_root()) std::fprintf(stderr, "routelab: error: %s\n", e.what());
+    return 1;
   } catch (const std::exception& e) {
     if (dist::is_root()) std::fprintf(stderr, "routelab: error: %s\n", e.what());
     return 1;
