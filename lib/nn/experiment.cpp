@@ -12,6 +12,7 @@
 
 #include "data/brown.h"
 #include "io/output.h"
+#include "io/run_lock.h"
 #include "io/table.h"
 #include "nn/checkpoint.h"
 #include "nn/eval.h"
@@ -594,6 +595,7 @@ void run_experiment(const ExperimentConfig& e, bool progress, const BackendFacto
                       {"rows_kept_from_previous_csv", true}});
       continue;
     }
+    const RunLock lock(dir, "[experiment] out's run");  // no `routelab train` in it meanwhile
     bool trained = false;
     if (fs::exists(checkpoint_path(dir))) {
       const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
