@@ -7,22 +7,18 @@
 
 #include "groups/so2.h"
 #include "sims/random_variant.h"
+#include "sim_cells.h"
 #include "sims/runner.h"
 #include "theory/haar_score_law.h"
 #include "theory/score_tails.h"
 
 using namespace routelab;
+using routelab::testing::cell;
 
 namespace {
 
 SimContext random_variant_context(long long samples, int threads = 2) {
   return SimContext{5, threads, samples, 0};  // seed, threads, samples, point
-}
-
-std::string cell(const SimRow& r, const std::string& key) {
-  for (const auto& [k, v] : r.cells)
-    if (k == key) return v;
-  return "";
 }
 
 // A copy: callers pass the rows of a call, a temporary that dies with the statement.

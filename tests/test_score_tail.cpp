@@ -8,6 +8,7 @@
 #include "groups/so2_phases.h"
 #include "planted_law.h"
 #include "rng/philox_lanes.h"
+#include "sim_cells.h"
 #include "sims/runner.h"
 #include "sims/score_tail.h"
 #include "theory/haar_score_law.h"
@@ -15,6 +16,7 @@
 #include "theory/score_tails.h"
 
 using namespace routelab;
+using routelab::testing::cell;
 using routelab::testing::params_for;
 using routelab::testing::PlantedLaw;
 
@@ -22,12 +24,6 @@ namespace {
 
 SimContext score_tail_context(long long samples, int threads = 2) {
   return SimContext{11, threads, samples, 0};  // seed, threads, samples, point
-}
-
-std::string cell(const SimRow& r, const std::string& key) {
-  for (const auto& [k, v] : r.cells)
-    if (k == key) return v;
-  return "";
 }
 
 // Rows of a quantity (prefix) at walk length n ("" = any).
