@@ -65,7 +65,8 @@ std::vector<std::pair<std::string, std::string>> writes_to(const std::string& p,
           {"export --run run --out " + p + ".safetensors", "--out"},
           {kSim + " --out " + p + ".csv", "--out"},
           {"merge p0.csv p1.csv --out " + p + ".csv", "--out"}};
-  if (with_losses) cases.push_back({"eval --run run --lengths 1x --quiet --out e.csv --losses " + p + ".csv", "--losses"});
+  if (with_losses)
+    cases.push_back({"eval --run run --lengths 1x --quiet --out e.csv --losses " + p + ".csv", "--losses"});
   return cases;
 }
 
@@ -155,8 +156,8 @@ TEST(PathErrors, PermissionDenied) {
     EXPECT_EQ(changed(before, snapshot(tmp.path)), std::vector<std::string>{}) << "a refusal touched these";
   }
   ::chmod(tmp.path.c_str(), 0700);  // not even readable
-  const CliResult r = run_routelab_unprivileged("eval --run " + (tmp / "run").string() + " --lengths 1x --out /tmp/e.csv",
-                                                tmp.path, "/");
+  const CliResult r = run_routelab_unprivileged(
+      "eval --run " + (tmp / "run").string() + " --lengths 1x --out /tmp/e.csv", tmp.path, "/");
   expect_refusal(r, "Permission denied");
 }
 

@@ -63,10 +63,12 @@ void kill_and_reap(pid_t pid) {
 
 TEST(RunLock, SecondProcessOnARunFolderIsRefusedAndAKilledHolderDoesNotBlockResume) {
   TempDir tmp;
-  // Long enough (hundreds of steps) that the first process still trains when
-  // it is stopped; checkpoints often, so that the resume has one to start from.
-  spit(tmp / "c.toml", tiny_config("rope", 300, 10));
-  const pid_t first = start_routelab({"train", "--config", "c.toml", "--out", "run", "--quiet"}, tmp.path);
+  // Long enough (120 steps) that the first process still trains when it is
+  // stopped at its first checkpoint, which the resume starts from; one thread
+  // each, so that a loaded machine does not stretch the resume.
+  spit(tmp / "c.toml", tiny_config("rope", 120, 10));
+  const pid_t first =
+      start_routelab({"train", "--config", "c.toml", "--out", "run", "--quiet", "--threads", "1"}, tmp.path);
   ASSERT_TRUE(stop_once_it_holds(first, tmp / "run", tmp / "run/checkpoint.bin"))
       << "the first train ended before it was seen holding the lock";
   const std::string pid = std::to_string(first);
@@ -87,7 +89,8 @@ TEST(RunLock, SecondProcessOnARunFolderIsRefusedAndAKilledHolderDoesNotBlockResu
   // The kernel drops a killed holder's lock: its stale file does not block.
   kill_and_reap(first);
   ASSERT_TRUE(fs::exists(tmp / "run" / routelab::kRunLockName));
-  const CliResult resumed = run_routelab("train --config c.toml --out run --resume --quiet", tmp.path, tmp.path);
+  const CliResult resumed =
+      run_routelab("train --config c.toml --out run --resume --quiet --threads 1", tmp.path, tmp.path);
   ASSERT_EQ(resumed.status, 0) << resumed.err;
   EXPECT_FALSE(fs::exists(tmp / "run" / routelab::kRunLockName)) << "a finished holder removes its lock";
   EXPECT_EQ(run_routelab("eval --run run --lengths 1x --quiet", tmp.path, tmp.path).status, 0);
@@ -97,9 +100,9 @@ TEST(RunLock, SecondExperimentOnTheSameFoldersIsRefused) {
   TempDir tmp;
   spit(tmp / "e.toml", "[experiment]\nschemes = [\"rope\"]\nseeds = [1]\nlengths = \"1x\"\nout = \"runs\"\n"
                        "csv = \"out/x.csv\"\n" +
-                           tiny_config("nope", 300, 10));
-  spit(tmp / "c.toml", tiny_config("rope", 300, 10));
-  const pid_t first = start_routelab({"experiment", "e.toml", "--no-plot", "--quiet"}, tmp.path);
+                           tiny_config("nope", 120, 10));
+  spit(tmp / "c.toml", tiny_config("rope", 120, 10));
+  const pid_t first = start_routelab({"experiment", "e.toml", "--no-plot", "--quiet", "--threads", "1"}, tmp.path);
   ASSERT_TRUE(stop_once_it_holds(first, tmp / "runs/rope-s1")) << "the first experiment ended before it trained";
   const std::string pid = std::to_string(first);
   const auto before = snapshot(tmp.path);

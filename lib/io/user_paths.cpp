@@ -54,7 +54,9 @@ std::string path_refusal(const std::string& what, const std::string& path, std::
     case ENAMETOOLONG: advice = "name a path whose every part is at most 255 bytes (4095 in all)"; break;
     case ENOTDIR: advice = "a part of the path is a file, not a folder; name a path through folders"; break;
     case EACCES:
-    case EPERM: advice = "this user may not use it; name a path it may read and write, or change the permissions"; break;
+    case EPERM:
+      advice = "this user may not use it; name a path it may read and write, or change the permissions";
+      break;
     case EROFS: advice = "the file system is read-only; name a path on a writable one"; break;
     case ENOSPC:
     case EDQUOT: advice = "the file system is full; free space or name a path on another one"; break;
