@@ -87,6 +87,7 @@ int write_temporary(const std::string& tmp, const std::string& text) {
   for (std::size_t done = 0; fd >= 0 && !err && done < text.size();) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno != EINTR) err = errno;
+    if (n == 0) err = EIO;  // a file that takes no bytes: never loop on it
     if (n > 0) done += std::size_t(n);
   }
   if (fd >= 0 && ::close(fd) != 0 && !err) err = errno;
