@@ -14,6 +14,10 @@ namespace routelab {
 // "routelab: NAME: ...", status 2). Returns -1 to go on, else the status.
 int parse_subcommand(CLI::App& app, const std::vector<std::string>& args, const char* name);
 
+// Notes every option's value (io/user_paths.h), so that an operating-system
+// error on one of them names its flag. parse_subcommand calls it.
+void note_path_options(const CLI::App& app);
+
 // --device cpu|cuda (app/device_option.cpp). add_device_option adds it to a
 // subcommand; require_device throws cuda::DeviceError (one line, exit 2) for
 // cuda: `what` (a sim without a GPU path, e.g. "sim moment-decay") runs on the

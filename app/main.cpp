@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@
 #include "runs/config.h"
 #include "runs/run_dir.h"
 #include "runs/train.h"
+#include "io/user_paths.h"
 #include "sims/runner.h"
 #include "sims/verify.h"
 #include "stats/distributed.h"
@@ -83,6 +85,7 @@ int cmd_sim(const std::vector<std::string>& args) {
     cuda::require_cuda_device();
     req.gpu = true;
   }
+  note_user_path("--out", req.out);
   req.progress = isatty(2);
   const Table table = run_sim_to_outputs(req);
   if (dist::is_root() && req.out.empty()) std::fputs(table.to_csv().c_str(), stdout);
@@ -171,6 +174,7 @@ int run(int argc, char** argv) {
         if (c == '\n') c = ' ';
       return bad_input(msg + " (see routelab --help)");
     }
+    note_path_options(app);
     if (app.got_subcommand("families")) return cmd_families();
     if (app.got_subcommand("merge")) {
       const auto start = std::chrono::steady_clock::now();
@@ -225,6 +229,12 @@ int run(int argc, char** argv) {
     return bad_input(e.what());
   } catch (const claims::ClaimsError& e) {
     return bad_input(e.what());
+  } catch (const std::filesystem::filesystem_error& e) {
+    // The one place an operating-system error on a path becomes bad input.
+    const std::string line = user_path_refusal(e);
+    if (!line.empty()) return bad_input(line);
+    if (dist::is_root()) std::fprintf(stderr, "routelab: error: %s\n", e.what());
+    return 1;
   } catch (const std::exception& e) {
     if (dist::is_root()) std::fprintf(stderr, "routelab: error: %s\n", e.what());
     return 1;

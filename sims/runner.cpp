@@ -258,6 +258,9 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
     }
     if (req.on_point) req.on_point(++done, mine);
   }
+  if (partial && std::size_t(req.shard) >= points.size() && dist::is_root())
+    std::fprintf(stderr, "routelab: sim %s: shard %d/%d covers no point (the sweep has %zu); its partial has no rows\n",
+                 sim.name.c_str(), req.shard, req.shards, points.size());
   if (config) {
     nlohmann::json j;
     j["sim"] = sim.name;
@@ -326,8 +329,10 @@ std::string merge_partials(const std::vector<std::string>& paths, nlohmann::json
     };
     const long long count = integer(*sh, "count", 1, 1000000);
     const long long index = integer(*sh, "index", 0, count - 1);
-    const long long want_rows = integer(*sh, "rows", 1, LLONG_MAX);
     const long long file_points = integer(j, "points", 1, 65535);
+    // A shard past the last point (N > points) covers none and has no rows.
+    const bool covers_a_point = index < file_points;
+    const long long want_rows = integer(*sh, "rows", covers_a_point ? 1 : 0, covers_a_point ? LLONG_MAX : 0);
     if (!sh->contains("sha256") || !(*sh)["sha256"].is_string())
       throw refuse("its sidecar has no sha256 of the partial (made by an older routelab: run the shard again)");
     nlohmann::json key = j;

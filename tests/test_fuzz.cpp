@@ -1,10 +1,11 @@
 // Fuzzing every reader of outside data (issue 16): TOML run and experiment
-// configs, sim flags, checkpoints, the corpus folder, and shard partials with
-// their sidecars. A seeded random-mutation loop starts from a valid input and
+// configs (and, on their own, an experiment's sweep and arms tables), sim
+// flags, checkpoints, the corpus folder, shard partials with their sidecars,
+// and safetensors exports with their metadata (issue 38). A seeded random-mutation loop starts from a valid input and
 // flips, inserts, deletes, duplicates and truncates bytes; each reader must
 // then either succeed or refuse with one of the errors the CLI turns into one
 // line and exit status 2 (BadInput, ConfigError, CheckpointError, CorpusError,
-// RunDirError, OutputError). Any other exception, a crash or a hang is a
+// RunDirError, OutputError, SafetensorsError). Any other exception, a crash or a hang is a
 // finding. Each reader runs for ROUTELAB_FUZZ_SECONDS (default 1; longer by
 // hand) and the test prints its executions.
 #include <gtest/gtest.h>
@@ -20,11 +21,14 @@
 #include "data/brown.h"
 #include "groups/family.h"
 #include "io/output.h"
-#include "rng/stream.h"
+#include "io/safetensors.h"
+#include "nn/model.h"
 #include "runs/config.h"
 #include "runs/experiment.h"
+#include "runs/export.h"
 #include "runs/run_dir.h"
 #include "runs/train.h"
+#include "rng/stream.h"
 #include "sims/runner.h"
 
 namespace {
@@ -105,6 +109,8 @@ long long fuzz(const char* name, const std::string& seed_input, const std::funct
       ++refused;
     } catch (const OutputError&) {
       ++refused;
+    } catch (const SafetensorsError&) {
+      ++refused;
     } catch (const std::exception& e) {
       ADD_FAILURE() << name << ": execution " << runs << " threw " << typeid(e).name() << ": " << e.what()
                     << "\ninput:\n"
@@ -133,6 +139,47 @@ TEST(Fuzz, RunAndExperimentConfigs) {
               spit(file, text);
               runs::load_experiment_config(file.string());
             }, 2), 0);
+}
+
+// The sweep and arms tables alone are mutated (the rest of the file stays
+// valid), so that edits land in them rather than anywhere in a long file; the
+// listing expands every point and names its run.
+TEST(Fuzz, ExperimentSweepAndArms) {
+  TempDir tmp;
+  const std::string head = "[experiment]\nschemes = [\"rope\", \"learned_qk\"]\nseeds = [1, 2]\nlengths = \"1x\"\n"
+                           "out = \"" + (tmp / "r").string() + "\"\ncsv = \"o/x.csv\"\n";
+  const std::string tables = "[experiment.sweep]\nlearned_sigma = [0.5, 1]\nlr = [0.001, 0.002]\n"
+                             "[[experiment.arms]]\nschemes = [\"projected_qkv\"]\nseeds = [3]\n"
+                             "sweep = { lr = [0.001], heads = [1, 2] }\n"
+                             "[[experiment.arms]]\nschemes = [\"alibi\"]\n";
+  const std::string base = tiny_config("nope", 10, 5);
+  const fs::path file = tmp / "e.toml";
+  EXPECT_GT(fuzz("sweep/arms", tables, [&](const std::string& text) {
+              spit(file, head + text + base);
+              runs::experiment_listing(runs::load_experiment_config(file.string()));
+            }, 9), 0);
+}
+
+// An export read back: the header (offsets, shapes, dtypes), every tensor's
+// values, and the metadata's JSON values. The header is mutated, the data
+// kept, so that edits land where the reader decides.
+TEST(Fuzz, SafetensorsExport) {
+  TempDir tmp;
+  spit(tmp / "c.toml", tiny_config("learned_qkv", 10, 5));
+  const runs::RunConfig c = runs::load_run_config((tmp / "c.toml").string());
+  std::vector<float> params(nn::param_count(c.model));
+  for (std::size_t i = 0; i < params.size(); ++i) params[i] = float(i % 97) / 97.0f;
+  const std::string file = runs::export_safetensors(c, 10, std::string(64, 'a'), params);
+  const std::size_t data_start = parse_safetensors(file).data_start;
+  EXPECT_GT(fuzz("safetensors", file.substr(0, data_start), [&](const std::string& header) {
+              const std::string bytes = header + file.substr(data_start);
+              const SafetensorsHeader h = parse_safetensors(bytes);
+              for (const auto& t : h.tensors) safetensors_values(bytes, h, t.name);
+              for (const auto& [key, value] : h.metadata) {
+                const nlohmann::json parsed = nlohmann::json::parse(value, nullptr, false);
+                static_cast<void>(parsed);
+              }
+            }, 10), 0);
 }
 
 TEST(Fuzz, SimFlags) {

@@ -5,22 +5,21 @@
 
 #include <cmath>
 
-#include "sim_rows.h"
 #include "groups/so2.h"
 #include "sims/random_variant.h"
+#include "sim_cells.h"
 #include "sims/runner.h"
 #include "theory/haar_score_law.h"
 #include "theory/score_tails.h"
 
 using namespace routelab;
+using routelab::testing::cell;
 
 namespace {
 
 SimContext random_variant_context(long long samples, int threads = 2) {
   return SimContext{5, threads, samples, 0};  // seed, threads, samples, point
 }
-
-using routelab::testing::cell;
 
 // A copy: callers pass the rows of a call, a temporary that dies with the statement.
 SimRow row(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& key,

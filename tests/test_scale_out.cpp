@@ -51,6 +51,39 @@ TEST(ScaleOut, ShardsMergeToTheSingleProcessBytes) {
   EXPECT_TRUE(fs::exists(d / "merged.csv.json"));
 }
 
+// Every split of a sweep of P points into N shards merges to the single run's
+// bytes, N > P included: a shard past the last point writes a partial with no
+// rows (and says so on stderr), and merge takes it (issue 38).
+TEST(ScaleOut, EverySplitIntoShardsMergesToTheSingleRun) {
+  const auto d = dir() / "splits";
+  fs::create_directories(d);
+  for (const std::string ds : {"4", "3,4,5"}) {
+    const long points = long(std::count(ds.begin(), ds.end(), ',')) + 1;
+    const std::string sweep = "sim spectral-gap --family givens --a 0.7 --samples 2000 --seed 4 --d " + ds;
+    const auto one = d / "one.csv";
+    ASSERT_EQ(sh(kBin + " " + sweep + " --out " + one.string()), 0);
+    for (long n = 1; n <= points + 2; ++n) {
+      std::string parts;
+      for (long k = 0; k < n; ++k) {
+        const auto part = d / ("part" + std::to_string(k) + ".csv");
+        const std::string split = std::to_string(k) + "/" + std::to_string(n);
+        ASSERT_EQ(sh(kBin + " " + sweep + " --shard " + split + " --out " + part.string()), 0) << split;
+        const std::string err = slurp(dir() / "err");
+        if (k >= points)
+          EXPECT_NE(err.find("covers no point"), std::string::npos) << split << ": " << err;
+        else
+          EXPECT_EQ(err, "") << split;
+        parts = part.string() + " " + parts;  // any order
+      }
+      const auto merged = d / "merged.csv";
+      ASSERT_EQ(sh(kBin + " merge " + parts + "--out " + merged.string()), 0)
+          << points << " points, " << n << " shards: " << slurp(dir() / "err");
+      EXPECT_EQ(slurp(merged), slurp(one)) << points << " points, " << n << " shards";
+      fs::remove(merged), fs::remove(merged.string() + ".json");
+    }
+  }
+}
+
 TEST(ScaleOut, MergeRefusesIncompleteOrMixedPartials) {
   const auto d = dir();
   const auto a = (d / "a.csv").string(), b = (d / "b.csv").string(), c = (d / "c.csv").string();

@@ -5,10 +5,10 @@
 
 #include <cmath>
 
-#include "sim_rows.h"
 #include "groups/so2_phases.h"
 #include "planted_law.h"
 #include "rng/philox_lanes.h"
+#include "sim_cells.h"
 #include "sims/runner.h"
 #include "sims/score_tail.h"
 #include "theory/haar_score_law.h"
@@ -16,6 +16,7 @@
 #include "theory/score_tails.h"
 
 using namespace routelab;
+using routelab::testing::cell;
 using routelab::testing::params_for;
 using routelab::testing::PlantedLaw;
 
@@ -24,8 +25,6 @@ namespace {
 SimContext score_tail_context(long long samples, int threads = 2) {
   return SimContext{11, threads, samples, 0};  // seed, threads, samples, point
 }
-
-using routelab::testing::cell;
 
 // Rows of a quantity (prefix) at walk length n ("" = any).
 std::vector<SimRow> rows_of(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& n = "") {

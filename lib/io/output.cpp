@@ -6,11 +6,13 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/core.h>
+
+#include "io/user_paths.h"
 
 namespace routelab {
 
@@ -75,15 +77,44 @@ void install_cleanup_handlers() {
   }
 }
 
+std::string temporary_beside(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
+
+int write_temporary(const std::string& tmp, const std::string& text) {
+  register_temporary(tmp);  // a signal now removes it
+  int err = 0;
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) err = errno;
+  for (std::size_t done = 0; fd >= 0 && !err && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno != EINTR) err = errno;
+    if (n == 0) err = EIO;  // a file that takes no bytes: never loop on it
+    if (n > 0) done += std::size_t(n);
+  }
+  if (fd >= 0 && ::close(fd) != 0 && !err) err = errno;
+  if (err) {
+    if (fd >= 0) ::unlink(tmp.c_str());
+    release_temporary(tmp);
+  }
+  return err;
+}
+
+void throw_write_error(const std::string& what, const std::string& path, int err) {
+  const std::string line = path_refusal(what, path, std::error_code(err, std::generic_category()));
+  if (!line.empty()) throw OutputError(line);
+  throw std::runtime_error(fmt::format("{}: cannot write {} ({})", what, path, std::strerror(err)));
+}
+
 void require_writable_folder(const std::string& dir, const std::string& what) {
   std::error_code ec;
   const fs::path d = dir.empty() ? fs::path(".") : fs::path(dir);
-  if (!fs::is_directory(d, ec))
+  const fs::file_status st = fs::status(d, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) throw_write_error(what, d.string(), ec.value());
+  if (!fs::exists(st))
     throw OutputError(fmt::format("{}: the folder {} does not exist; create it first", what, d.string()));
+  if (!fs::is_directory(st)) throw_write_error(what, d.string(), ENOTDIR);
   const std::string probe = (d / (".routelab-probe." + std::to_string(::getpid()))).string();
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0)
-    throw OutputError(fmt::format("{}: cannot write in the folder {} ({})", what, d.string(), std::strerror(errno)));
+  if (fd < 0) throw_write_error(what, d.string(), errno);
   ::close(fd);
   ::unlink(probe.c_str());
 }
@@ -95,6 +126,7 @@ void OutputFiles::output(const std::string& path, const std::string& what) {
   if (path.empty()) throw OutputError(where + ": an empty path; name a file");
   std::error_code ec;
   const auto link = fs::symlink_status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) throw_write_error(where, path, ec.value());
   if (fs::is_symlink(link))
     throw OutputError(fmt::format("{}: {} is a symbolic link; name the file itself (writing replaces the link)", where,
                                   path));
@@ -130,25 +162,21 @@ void OutputFiles::commit() {
   };
   for (const auto& e : outputs_) {
     if (!e.set) continue;
-    const std::string tmp = e.path + ".tmp." + std::to_string(::getpid());
-    register_temporary(tmp);
-    temps.push_back(tmp);
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << e.text;
-    f.flush();
-    if (!f) {
+    const std::string tmp = temporary_beside(e.path);
+    if (const int err = write_temporary(tmp, e.text)) {
       remove_all();
-      throw OutputError(fmt::format("{}: cannot write {} ({})", command_, e.path, std::strerror(errno)));
+      throw_write_error(fmt::format("{}: {}", command_, e.what), e.path, err);
     }
+    temps.push_back(tmp);
   }
   std::size_t k = 0;
   for (const auto& e : outputs_) {
     if (!e.set) continue;
     if (std::rename(temps[k].c_str(), e.path.c_str()) != 0) {
-      const std::string why = std::strerror(errno);
+      const int err = errno;
       temps.erase(temps.begin(), temps.begin() + std::ptrdiff_t(k));
       remove_all();
-      throw OutputError(fmt::format("{}: cannot write {} ({})", command_, e.path, why));
+      throw_write_error(fmt::format("{}: {}", command_, e.what), e.path, err);
     }
     release_temporary(temps[k]);
     ++k;

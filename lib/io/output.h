@@ -55,6 +55,18 @@ class OutputFiles {
 // run folder): OutputError unless `dir` is a folder this process can write.
 void require_writable_folder(const std::string& dir, const std::string& what);
 
+// The temporary a file is written to before its rename: beside it, so that
+// the rename stays on one file system.
+std::string temporary_beside(const std::string& path);
+// Writes `text` to `tmp`, registered for the cleanup handlers below. Returns 0,
+// or the errno of the failure after removing what it wrote.
+int write_temporary(const std::string& tmp, const std::string& text);
+
+// An operating-system error `err` writing `path`, named by `what`: an
+// OutputError with path_refusal's line (io/user_paths.h) when naming another
+// path would help, else a std::runtime_error (a failure, exit status 1).
+[[noreturn]] void throw_write_error(const std::string& what, const std::string& path, int err);
+
 // Temporaries in flight: write_file_atomic registers each before writing it
 // and releases it after the rename; the handlers unlink the registered ones
 // and re-raise. main() installs them once.

@@ -4,7 +4,10 @@
 #include "base/version.h"
 #include "io/output.h"
 
+#include <cerrno>
 #include <cmath>
+#include <filesystem>
+#include <system_error>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -63,22 +66,14 @@ std::string format_number(double x) {
 std::string format_number(std::optional<double> x) { return x ? format_number(*x) : ""; }
 
 void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  register_temporary(tmp);  // a signal now removes it (io/output.h)
-  auto fail = [&] {
+  const std::string tmp = temporary_beside(path);
+  int err = write_temporary(tmp, text);
+  if (!err && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    err = errno;
     std::remove(tmp.c_str());
-    release_temporary(tmp);
-    throw OutputError("cannot write " + path);
-  };
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail();
-    f << text;
-    f.flush();
-    if (!f) fail();
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail();
   release_temporary(tmp);
+  if (err) throw std::filesystem::filesystem_error("write", path, std::error_code(err, std::generic_category()));
 }
 
 std::string sidecar_text(const std::string& csv_path, const nlohmann::json& config, double wall_seconds) {

@@ -36,7 +36,8 @@ std::string format_number(double x);
 std::string format_number(std::optional<double> x);
 
 // Writes `text` to `path` atomically (temporary file in the same folder, then
-// rename). Throws OutputError (io/output.h) naming the path on failure.
+// rename). Throws std::filesystem::filesystem_error naming the path and the
+// error on failure (io/user_paths.h turns it into a refusal).
 void write_file_atomic(const std::string& path, const std::string& text);
 
 // The JSON sidecar FILE.json: configuration, seed, version, git revision,

@@ -152,6 +152,8 @@ RunConfig parse_run_config(const toml::table& t, const std::string& where, const
 void require_config_file(const std::string& path) {
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
+  // Any error but absence is the operating system's (io/user_paths.h names it).
+  if (ec && ec != std::errc::no_such_file_or_directory) throw std::filesystem::filesystem_error("status", path, ec);
   if (!std::filesystem::exists(st)) throw ConfigError(fmt::format("{}: no such file; a TOML config file", path));
   if (!std::filesystem::is_regular_file(st))
     throw ConfigError(fmt::format("{}: not a regular file (a directory?); a TOML config file", path));

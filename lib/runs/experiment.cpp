@@ -13,6 +13,7 @@
 
 #include "io/output.h"
 #include "io/parse.h"
+#include "io/run_lock.h"
 #include "io/table.h"
 #include "nn/scheme.h"
 #include "runs/eval.h"
@@ -556,6 +557,9 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
                       {"rows_kept_from_previous_csv", true}});
       continue;
     }
+    // No `routelab train` in the run meanwhile; --finished only reads it.
+    std::optional<RunLock> lock;
+    if (!finished_only) lock.emplace(dir, "[experiment] out's run");
     const std::optional<PointRows> r = run_point(e, p, progress, backend, finished_only);
     if (!r) {
       runs.push_back({{"run", dir}, {"scheme", c.model.scheme}, {"seed", c.train.seed}, {"swept", values},

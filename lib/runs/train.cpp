@@ -12,6 +12,7 @@
 
 #include "data/brown.h"
 #include "io/parse.h"
+#include "io/run_lock.h"
 #include "io/table.h"
 #include "nn/adamw.h"
 #include "nn/backend.h"
@@ -112,7 +113,7 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
   const std::string& dir = opt.run_dir;
   // Everything that can refuse the run is checked before anything is written.
   if (fs::exists(dir) && !fs::is_directory(dir)) throw RunDirError(fmt::format("--out {} is a file, not a directory", dir));
-  const bool occupied = fs::exists(dir) && !fs::is_empty(dir);
+  const bool occupied = fs::exists(dir) && !holds_only_a_lock(dir);  // the caller may hold its lock (io/run_lock.h)
   if (occupied && !opt.resume)
     throw RunDirError(
         fmt::format("--out {} already holds a run; pass --resume to continue it, or choose another --out", dir));

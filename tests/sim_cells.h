@@ -1,4 +1,4 @@
-// Reading a simulation's rows in tests.
+// A simulation row's extra cell by name, for the tests that read sims' rows.
 #pragma once
 
 #include <string>
@@ -7,7 +7,7 @@
 
 namespace routelab::testing {
 
-// The cell of column `key` in row r; "" when the row has no such column.
+// The value of `key` among r's cells; "" when r has none.
 inline std::string cell(const SimRow& r, const std::string& key) {
   for (const auto& [k, v] : r.cells)
     if (k == key) return v;
