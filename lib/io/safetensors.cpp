@@ -101,7 +101,8 @@ std::vector<float> safetensors_values(const std::string& bytes, const Safetensor
   for (const auto& e : h.tensors)
     if (e.name == name) {
       std::vector<float> v((e.end - e.begin) / sizeof(float));
-      std::memcpy(v.data(), bytes.data() + h.data_start + e.begin, e.end - e.begin);
+      // An empty tensor's vector has no storage: memcpy of null is undefined even for 0 bytes.
+      if (!v.empty()) std::memcpy(v.data(), bytes.data() + h.data_start + e.begin, e.end - e.begin);
       return v;
     }
   throw SafetensorsError(fmt::format("safetensors: no tensor '{}'", name));
