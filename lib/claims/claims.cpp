@@ -193,10 +193,10 @@ ClaimResult judge(const std::vector<SeedMargin>& margins) {
   if (n >= 2) {
     double ss = 0;
     for (const auto& m : margins) ss += (m.margin - r.mean) * (m.margin - r.mean);
-    const double sd = std::sqrt(ss / double(n - 1));
+    r.sd = std::sqrt(ss / double(n - 1));
     const double t = boost::math::quantile(boost::math::students_t(double(n - 1)), 0.975);
-    r.lo = r.mean - t * sd / std::sqrt(double(n));
-    r.hi = r.mean + t * sd / std::sqrt(double(n));
+    r.lo = r.mean - t * r.sd / std::sqrt(double(n));
+    r.hi = r.mean + t * r.sd / std::sqrt(double(n));
   }
   for (const auto& m : margins) r.agree += (m.margin > 0) == (r.mean > 0) && m.margin != 0;
   r.verdict = r.lo > 0 ? Verdict::yes : r.hi < 0 ? Verdict::no : Verdict::marginal;
@@ -335,11 +335,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<SettingReadings>& set
         r.claim = claim.id;
         r.subject = m.subject;
         r.setting = s.setting;
-        if (s.setting == "default" && m.seeds.size() >= 2) {
-          double ss = 0;
-          for (const auto& x : m.seeds) ss += (x.margin - r.mean) * (x.margin - r.mean);
-          default_sd[m.subject] = std::sqrt(ss / double(m.seeds.size() - 1));
-        }
+        if (s.setting == "default" && m.seeds.size() >= 2) default_sd[m.subject] = r.sd;
         if (const auto d = default_sd.find(m.subject); d != default_sd.end()) {
           r.default_sd = d->second;
           r.near_flip = std::abs(r.mean) < 2 * d->second;

@@ -69,6 +69,7 @@ struct ClaimResult {
   std::string claim, subject, setting;
   std::vector<SeedMargin> seeds;
   double mean = 0, lo = 0, hi = 0;  // the t interval (lo = hi = mean for one seed)
+  double sd = 0;                    // of the margins over seeds (0 for one seed)
   int agree = 0;                    // seeds whose margin has the mean's sign
   Verdict verdict = Verdict::marginal;
   std::optional<double> default_sd;  // s.d. of the margins at the default setting
