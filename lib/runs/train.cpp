@@ -11,6 +11,7 @@
 #include <fmt/core.h>
 
 #include "data/brown.h"
+#include "io/csv_read.h"
 #include "io/parse.h"
 #include "io/run_lock.h"
 #include "io/table.h"
@@ -32,20 +33,19 @@ std::string train_log_path(const std::string& dir) { return (fs::path(dir) / "tr
 
 std::string loss_curve_header() { return "scheme,seed,step,loss\n"; }
 std::string loss_curve_rows(const std::string& train_csv, const std::string& scheme, uint64_t seed) {
+  if (train_csv.empty()) return "";
+  const CsvTable log = parse_csv(train_csv, "train.csv");
+  const int c_step = log.column("step"), c_loss = log.column("loss");
   std::string out;
-  std::istringstream lines(train_csv);
-  std::string line;
-  std::getline(lines, line);  // header: step,loss,...
   double sum = 0;
   int n = 0, block = 1;
   auto flush = [&] {
     if (n > 0) out += fmt::format("{},{},{},{}\n", scheme, seed, block * kLossBlock, format_number(sum / n));
     sum = 0, n = 0;
   };
-  while (std::getline(lines, line)) {
-    const auto comma = line.find(','), next = line.find(',', comma + 1);
-    const auto step = parse_integer(line.substr(0, comma));
-    const auto loss = parse_finite(line.substr(comma + 1, next - comma - 1));
+  for (const auto& row : log.rows) {
+    const auto step = parse_integer(row[c_step]);
+    const auto loss = parse_finite(row[c_loss]);
     if (!step || !loss) continue;
     while (*step > block * kLossBlock) flush(), ++block;
     sum += *loss, ++n;
