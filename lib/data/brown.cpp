@@ -65,7 +65,7 @@ Corpus prepare_brown(const fs::path& package_dir, size_t expected_documents) {
   for (size_t i = 0; i < names.size(); i++)
     append_document(read_corpus_file(dir / names[i]), i % kBrownValEvery == 0 ? c.val : c.train);
 
-  if (expected_documents == kBrownDocuments) check_design(c, corpus_designs()[0], dir.string());
+  if (expected_documents == kBrownDocuments) check_design(c, *find_corpus_design("brown"), dir.string());
   return c;
 }
 

@@ -24,6 +24,12 @@ const std::vector<CorpusDesign>& corpus_designs() {
   return designs;
 }
 
+const CorpusDesign* find_corpus_design(const std::string& name) {
+  for (const CorpusDesign& c : corpus_designs())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
 namespace {
 
 // The two streams: file name and member.
@@ -42,9 +48,8 @@ const Stream kStreams[] = {
 // data/NAME.
 std::string fix_command(const fs::path& dir, bool force) {
   const fs::path d = dir.lexically_normal();
-  const CorpusDesign* design = &corpus_designs()[0];
-  for (const CorpusDesign& c : corpus_designs())
-    if (d.filename() == c.name) design = &c;
+  const CorpusDesign* named = find_corpus_design(d.filename().string());
+  const CorpusDesign* design = named ? named : find_corpus_design("brown");
   const bool standard = d.filename() == design->name && d.parent_path().filename() == "data";
   return std::string("run `") + (standard ? "" : "ROUTELAB_DATA=" + dir.string() + " ") + design->fetch_script +
          (force ? " --force" : "") + "`";

@@ -38,6 +38,8 @@ struct CorpusDesign {
 
 // Every corpus routelab knows.
 const std::vector<CorpusDesign>& corpus_designs();
+// The design named `name` ("brown", "gcide"); nullptr for none.
+const CorpusDesign* find_corpus_design(const std::string& name);
 
 // Throws CorpusError unless c's streams are exactly design d's; `from` names
 // what they were built from in the message.

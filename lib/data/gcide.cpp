@@ -36,9 +36,7 @@ Corpus split_gcide(const std::vector<uint8_t>& dict) {
 Corpus prepare_gcide(const std::filesystem::path& dict_file, bool check) {
   Corpus c = split_gcide(read_corpus_file(dict_file));
   c.dir = dict_file.string();
-  if (check)
-    for (const CorpusDesign& d : corpus_designs())
-      if (std::string(d.name) == "gcide") check_design(c, d, dict_file.string());
+  if (check) check_design(c, *find_corpus_design("gcide"), dict_file.string());
   return c;
 }
 
