@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include "cli_helpers.h"
+#include "io/csv_read.h"
 #include "nn/attention.h"
 #include "nn/model.h"
 #include "rng/stream.h"
@@ -256,6 +257,69 @@ TEST(nn_probe, phase_stats_see_shared_and_independent_blocks) {
   EXPECT_EQ(phase_distances(4), (std::vector<int64_t>{1, 2}));
 }
 
+// Example 2 inside the probe: reflections alternating between the axes e_0
+// and e_1 of R^8 give M = I - 2 diag(1/2, 1/2, 0, ...): two directions mixed
+// in one step, six never visited. Isotropic reflections give
+// 1 - 2/hd in every direction (Example 2's uniform law; 20000 steps put each
+// eigenvalue within about 4/sqrt(20000 hd) of it). Planted: dropping the
+// beta weight (steps of beta 1) leaves the axes' directions at 1/2.
+TEST(nn_probe, reflection_stats_follow_example_2) {
+  const int hd = 8, T = 100;
+  const nn::AttentionShape s{2, T, 1, hd};
+  auto directions = [&](bool isotropic, float b0) {
+    ReflectionStats stats(1, 1, hd);
+    std::vector<float> w(std::size_t(s.B) * T * hd, 0.0f), beta(std::size_t(s.B) * T, b0);
+    Stream rng(5, 0);
+    for (int rep = 0; rep < (isotropic ? 100 : 1); ++rep) {
+      for (int64_t r = 0; r < s.B * T; ++r) {
+        float* v = w.data() + r * hd;
+        if (!isotropic) {
+          std::fill(v, v + hd, 0.0f), v[r % 2] = 1.0f;
+          continue;
+        }
+        double n = 0;
+        for (int j = 0; j < hd; ++j) v[j] = float(rng.normal()), n += double(v[j]) * v[j];
+        for (int j = 0; j < hd; ++j) v[j] = float(v[j] / std::sqrt(n));
+      }
+      stats.add(0, w.data(), beta.data(), s);
+    }
+    return stats.gaps(0.05, 0.5);
+  };
+  const auto axes = directions(false, 2.0f);
+  ASSERT_EQ(axes.size(), 8u);
+  for (int j = 0; j < 8; ++j) {
+    EXPECT_EQ(axes[j].block, j);
+    EXPECT_NEAR(axes[j].beta, j < 6 ? 1.0 : 0.0, 1e-12);
+    EXPECT_EQ(axes[j].mixing_window, j < 6 ? -1 : 1);
+    EXPECT_EQ(axes[j].beta_init, 0.5);
+  }
+  const auto planted = directions(false, 1.0f);
+  EXPECT_NEAR(planted[7].beta, 0.5, 1e-6);  // beta 1 steps: not Example 2's reflections
+  for (const BlockGap& g : directions(true, 2.0f)) EXPECT_NEAR(g.beta, 1 - 2.0 / hd, 4 / std::sqrt(20000.0 * hd));
+  ModelConfig m;
+  m.d_model = 64, m.heads = 2;
+  EXPECT_DOUBLE_EQ(initial_reflection_beta(m), 1 - 1.0 / 32);
+  m.householder_beta = "reflection";
+  EXPECT_DOUBLE_EQ(initial_reflection_beta(m), 1 - 2.0 / 32);
+}
+
+// A block's share is its E|q_b| E|k_b| over the layer's sum: q and k
+// carrying (3, 4) in block 0 and (0, 1) in block 1 give 25 : 1.
+TEST(nn_probe, block_shares_weigh_each_block_by_its_norms) {
+  const nn::AttentionShape s{1, 3, 2, 4};
+  std::vector<double> q(24), k(24);
+  for (int r = 0; r < 6; ++r) {
+    q[r * 4] = 3, q[r * 4 + 1] = 4, q[r * 4 + 3] = 1;
+    k[r * 4 + 1] = 5, k[r * 4 + 2] = -1;
+  }
+  BlockShares shares(2, 2);
+  shares.add(1, q.data(), k.data(), s);
+  const auto out = shares.shares();
+  EXPECT_EQ(out[0], 0.0);  // layer 0 saw nothing
+  EXPECT_NEAR(out[2], 25.0 / 26, 1e-15);
+  EXPECT_NEAR(out[3], 1.0 / 26, 1e-15);
+}
+
 TEST(nn_cli, probe_writes_rows_angles_and_protocol_the_same_on_any_thread_count) {
   TempDir tmp;
   spit(tmp / "c.toml", tiny_config("learned_qkv", 20, 20));
@@ -283,6 +347,38 @@ TEST(nn_cli, probe_writes_rows_angles_and_protocol_the_same_on_any_thread_count)
   const std::string phases = slurp(tmp / "run/probe-phases.csv");
   EXPECT_EQ(count_lines(phases), 1 + 1 * 3);  // layers x distances 2, 4, 8
   EXPECT_EQ(slurp(tmp / "two-phases.csv"), phases);
+}
+
+// Householder runs get the reflections' directions as angle rows (layers x
+// heads x head_dim, from the stream), random angles their blocks' score
+// shares, which sum to 1 in each layer.
+TEST(nn_cli, probe_reads_householder_directions_and_block_shares) {
+  TempDir tmp;
+  spit(tmp / "h.toml", tiny_config("householder_qk", 5, 5));
+  spit(tmp / "r.toml", tiny_config("random_qk", 5, 5));
+  ASSERT_EQ(run_routelab("train --config h.toml --out h --quiet", tmp.path, tmp.path).status, 0);
+  ASSERT_EQ(run_routelab("train --config r.toml --out r --quiet", tmp.path, tmp.path).status, 0);
+  const auto r = run_routelab("probe --run h r --lengths 1x --window 4 --max-windows 1 --csv p.csv --quiet", tmp.path,
+                              tmp.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const CsvTable t = parse_csv(slurp(tmp / "p-angles.csv"), "p-angles.csv");
+  const int run = t.column("run"), source = t.column("beta_source"), beta = t.column("beta"),
+            share = t.column("score_share"), init = t.column("beta_init");
+  int householder = 0;
+  double shares = 0;
+  for (const auto& row : t.rows) {
+    if (row[run] == "h") {
+      ++householder;
+      EXPECT_EQ(row[source], "stream");
+      EXPECT_LE(std::stod(row[beta]), 1.0);
+      EXPECT_EQ(row[share], "");
+      EXPECT_EQ(std::stod(row[init]), 1 - 1.0 / 8);  // PaTH's b0 = 1 at head_dim 8
+    } else {
+      shares += std::stod(row[share]);
+    }
+  }
+  EXPECT_EQ(householder, 1 * 2 * 8);
+  EXPECT_NEAR(shares, 1.0, 1e-12);
 }
 
 TEST(nn_cli, probe_refuses_bad_input_before_writing) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include <Eigen/Core>
+#include <Eigen/Eigenvalues>
 #include <fmt/core.h>
 
 #include "attention/far_mass.h"
@@ -260,6 +261,79 @@ std::vector<PhaseStats::Row> PhaseStats::rows() const {
   return out;
 }
 
+ReflectionStats::ReflectionStats(int layers, int heads, int hd)
+    : layers_(layers), heads_(heads), hd_(hd), sum_(std::size_t(layers) * heads * hd * hd, 0.0),
+      steps_(std::size_t(layers) * heads, 0) {}
+
+template <class R>
+void ReflectionStats::add(int layer, const R* w, const R* beta, nn::AttentionShape s) {
+  const int64_t hd = s.hd;
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int h = 0; h < s.H; ++h) {
+      const std::size_t at = std::size_t(layer) * heads_ + h;
+      Eigen::Map<MatD> sum(sum_.data() + at * hd * hd, hd, hd);
+      const int64_t bh = b * s.H + h;
+      const MatD W = head_matrix(w, s, bh);  // (T, hd)
+      Eigen::VectorXd bt(s.T);
+      for (int64_t t = 0; t < s.T; ++t) bt(t) = double(beta[bh * s.T + t]);
+      sum.noalias() += W.transpose() * bt.asDiagonal() * W;
+      steps_[at] += s.T;
+    }
+}
+
+std::vector<BlockGap> ReflectionStats::gaps(double eps, double beta_init) const {
+  std::vector<BlockGap> out;
+  const long long window_init = theory::mixing_window(beta_init, eps);
+  for (int l = 0; l < layers_; ++l)
+    for (int h = 0; h < heads_; ++h) {
+      const std::size_t at = std::size_t(l) * heads_ + h;
+      const Eigen::Map<const MatD> sum(sum_.data() + at * hd_ * hd_, hd_, hd_);
+      const MatD M = MatD::Identity(hd_, hd_) - sum / double(std::max<int64_t>(steps_[at], 1));
+      Eigen::SelfAdjointEigenSolver<MatD> eig(M, Eigen::EigenvaluesOnly);
+      std::vector<double> lambda(eig.eigenvalues().data(), eig.eigenvalues().data() + hd_);
+      std::sort(lambda.begin(), lambda.end(), [](double a, double b) { return std::abs(a) > std::abs(b); });
+      for (int j = 0; j < hd_; ++j) {
+        // An eigenvalue within rounding of 1 is a direction never visited.
+        const double beta = std::abs(lambda[j]) > 1 - 1e-12 ? 1.0 : std::abs(lambda[j]);
+        out.push_back({l, h * hd_ + j, std::numeric_limits<double>::quiet_NaN(), beta, lambda[j] < 0 ? M_PI : 0.0,
+                       theory::mixing_window(beta, eps), beta_init, window_init, "stream"});
+      }
+    }
+  return out;
+}
+
+double initial_reflection_beta(const nn::ModelConfig& m) {
+  const double b0 = m.householder_beta == "reflection" ? 2.0 : 1.0;
+  return std::abs(1 - b0 / double(m.head_dim()));
+}
+
+BlockShares::BlockShares(int layers, int nb)
+    : layers_(layers), nb_(nb), q_(std::size_t(layers) * nb, 0.0), k_(std::size_t(layers) * nb, 0.0) {}
+
+template <class R>
+void BlockShares::add(int layer, const R* q, const R* k, nn::AttentionShape s) {
+  double* sq = q_.data() + std::size_t(layer) * nb_;
+  double* sk = k_.data() + std::size_t(layer) * nb_;
+  const int64_t rows = s.B * s.H * s.T;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int b = 0; b < nb_; ++b) {
+      const R* qb = q + r * s.hd + 2 * b;
+      const R* kb = k + r * s.hd + 2 * b;
+      sq[b] += std::hypot(double(qb[0]), double(qb[1]));
+      sk[b] += std::hypot(double(kb[0]), double(kb[1]));
+    }
+}
+
+std::vector<double> BlockShares::shares() const {
+  std::vector<double> out(q_.size(), 0.0);
+  for (int l = 0; l < layers_; ++l) {
+    double total = 0;
+    for (int b = 0; b < nb_; ++b) total += q_[l * nb_ + b] * k_[l * nb_ + b];
+    for (int b = 0; b < nb_; ++b) out[l * nb_ + b] = total > 0 ? q_[l * nb_ + b] * k_[l * nb_ + b] / total : 0.0;
+  }
+  return out;
+}
+
 std::vector<int64_t> phase_distances(int64_t T) {
   std::vector<int64_t> out;
   for (int64_t div : {8, 4, 2}) {
@@ -293,7 +367,7 @@ std::string probe_csv_header() {
 
 std::string probe_angles_csv_header() {
   return "run,scheme,seed,train_len,layer,block,frequency,eps,beta,drift,mixing_window,layer_window_median,"
-         "layer_window_max,beta_source,beta_init,mixing_window_init,layer_window_median_init\n";
+         "layer_window_max,beta_source,beta_init,mixing_window_init,layer_window_median_init,score_share\n";
 }
 
 std::string probe_angles_path(const std::string& csv) { return csv_with_suffix(csv, "-angles.csv"); }
@@ -376,25 +450,40 @@ std::string probe_runs(const ProbeOptions& o) {
 
     std::vector<double> freq(256, 0.0);
     for (uint8_t x : val) freq[x] += 1.0 / double(val.size());
-    // The angles over the whole validation stream in training-length windows.
+    // The angles and steps over the whole validation stream in training-length windows.
+    const nn::SchemeInfo* scheme = nn::find_scheme(c.model.scheme);
+    const bool angles = scheme->angles != nn::AngleKind::none, reflects = scheme->householder;
     const int nb = c.model.head_dim() / 2;
     const int64_t T = c.model.context;
     PhaseStats phases(layers, nb, phase_distances(T));
+    ReflectionStats reflections(layers, H, c.model.head_dim());
+    BlockShares shares(layers, nb);
     double phase_secs = 0;
-    if (nn::find_scheme(c.model.scheme)->angles != nn::AngleKind::none && int64_t(val.size()) > T) {
+    if ((angles || reflects) && int64_t(val.size()) > T) {
       const auto t0 = std::chrono::steady_clock::now();
-      model.set_angle_observer(
-          [&](int layer, const double* theta, int B, int Tw, int) { phases.add(layer, theta, B, Tw); });
+      if (angles)
+        model.set_angle_observer(
+            [&](int layer, const double* theta, int B, int Tw, int) { phases.add(layer, theta, B, Tw); });
+      model.set_attention_observer([&](int layer, const float* q, const float* k, nn::ScoreBias<float>,
+                                       const float* hh_w, const float* hh_beta, nn::AttentionShape s) {
+        if (hh_w) reflections.add(layer, hh_w, hh_beta, s);
+        else shares.add(layer, q, k, s);
+      });
       forward_windows(model, val, T, int64_t(val.size() - 1) / T, [](int64_t, int) {});
       model.set_angle_observer(nullptr);
+      model.set_attention_observer(nullptr);
       phase_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      for (const auto& r : phases.rows())
-        phase_rows += fmt::format("{},{},{},{},{},{},{},{}\n", key, r.layer, r.distance, r.pairs, r.blocks,
-                                  format_number(r.mean_cos), format_number(r.variance_ratio),
-                                  format_number(r.mean_abs_corr));
-      if (o.progress) fmt::print(stderr, "probe {} phases: {} windows of {} in {:.1f} s\n", dir, (val.size() - 1) / T, T, phase_secs);
+      if (angles)
+        for (const auto& r : phases.rows())
+          phase_rows += fmt::format("{},{},{},{},{},{},{},{}\n", key, r.layer, r.distance, r.pairs, r.blocks,
+                                    format_number(r.mean_cos), format_number(r.variance_ratio),
+                                    format_number(r.mean_abs_corr));
+      if (o.progress)
+        fmt::print(stderr, "probe {} phases: {} windows of {} in {:.1f} s\n", dir, (val.size() - 1) / T, T, phase_secs);
     }
-    const std::vector<BlockGap> gaps = angle_gaps(model, freq, o.eps, phases.step_harmonics());
+    const std::vector<BlockGap> gaps = reflects ? reflections.gaps(o.eps, initial_reflection_beta(c.model))
+                                                : angle_gaps(model, freq, o.eps, phases.step_harmonics());
+    const std::vector<double> share = shares.shares();
     for (int l = 0; l < layers && !gaps.empty(); ++l) {
       std::vector<long long> w, w_init;
       for (const auto& g : gaps)
@@ -403,10 +492,11 @@ std::string probe_runs(const ProbeOptions& o) {
       const std::string median_init = window_text(window_lower_median(w_init));
       for (const auto& g : gaps)
         if (g.layer == l)
-          angle_rows += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", key, l, g.block,
-                                    format_number(g.frequency), format_number(o.eps), format_number(g.beta),
-                                    format_number(g.drift), window_text(g.mixing_window), median, max, g.source,
-                                    format_number(g.beta_init), window_text(g.mixing_window_init), median_init);
+          angle_rows += fmt::format(
+              "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", key, l, g.block, format_number(g.frequency),
+              format_number(o.eps), format_number(g.beta), format_number(g.drift), window_text(g.mixing_window),
+              median, max, g.source, format_number(g.beta_init), window_text(g.mixing_window_init), median_init,
+              reflects || phase_secs == 0 ? std::string() : format_number(share[std::size_t(l) * nb + g.block]));
     }
     runs_json.push_back({{"run", dir},
                          {"checkpoint_step", run.step},
@@ -447,7 +537,12 @@ std::string probe_runs(const ProbeOptions& o) {
                     "mixing_window = ceil(log(1/eps)/log(1/beta)) (B.2), inf when beta = 1; "
                     "layer_window_median = lower median over blocks, layer_window_max = max over blocks; "
                     "beta_init: the init's closed form (normal and projected e^{-sigma^2/2}, uniform sin(h)/h, "
-                    "rope 1)"},
+                    "rope 1); householder: block = head * head_dim + j, the j-th eigendirection (by decreasing beta) of "
+                    "the head's mean step M = E[I - beta_t w_t w_t^T] over every position of the validation stream "
+                    "in training-length windows, beta = |1 - mu_j| its eigenvalue's modulus (Example 2), drift 0 or "
+                    "pi by its sign, frequency nan, beta_init |1 - b0/head_dim| for isotropic w (b0 = 1 PaTH, 2 "
+                    "reflection); score_share: E|q_b| E|k_b| over the same windows as a share of the layer's sum "
+                    "over blocks (empty for householder)"},
          {"phases", "over the same training-length windows, per layer and distance n (T/8, T/4, T/2): X_b = "
                     "cos(theta_{i,b} - theta_{i-n,b}) for i >= n; variance_ratio = Var(sum_b X_b) / sum_b "
                     "Var(X_b) (1 when the blocks are independent, Theorem 2's assumption); mean_abs_corr over "
@@ -462,7 +557,9 @@ std::string probe_runs(const ProbeOptions& o) {
   template void attention_row_logits<R>(double*, const R*, const R*, nn::ScoreBias<R>, nn::AttentionShape, \
                                         int64_t, int, int64_t);                                            \
   template void probe_attention<R>(HeadProbe*, const R*, const R*, nn::ScoreBias<R>, const R*, const R*,   \
-                                   nn::AttentionShape, int64_t);
+                                   nn::AttentionShape, int64_t);                                           \
+  template void ReflectionStats::add<R>(int, const R*, const R*, nn::AttentionShape);                      \
+  template void BlockShares::add<R>(int, const R*, const R*, nn::AttentionShape);
 ROUTELAB_PROBE(float)
 ROUTELAB_PROBE(double)
 #undef ROUTELAB_PROBE

@@ -144,6 +144,49 @@ class PhaseStats {
   std::vector<double> sx_, sxx_;
 };
 
+// Householder transport's steps (Example 2; Theorem 1, B.5): per layer and
+// head the empirical mean step M = E[I - beta_t w_t w_t^T] over forward
+// passes (an attention observer's w and beta). With i.i.d. steps E P_n = M^n,
+// so along M's eigendirection j (M is symmetric, eigenvalue 1 - mu_j) the
+// mean transport decays as |1 - mu_j|^n: that direction's beta, the
+// reflections' counterpart of a rotary block's. A direction the w's never
+// visit keeps beta = 1 and never mixes.
+class ReflectionStats {
+ public:
+  ReflectionStats(int layers, int heads, int hd);
+  template <class R>
+  void add(int layer, const R* w, const R* beta, nn::AttentionShape s);
+  // Rows as BlockGap: block = head hd + j, each head's directions by
+  // decreasing beta; frequency NaN; drift 0 or pi (the sign of 1 - mu_j);
+  // source "stream"; beta_init as given.
+  std::vector<BlockGap> gaps(double eps, double beta_init) const;
+
+ private:
+  int layers_, heads_, hd_;
+  std::vector<double> sum_;  // per (layer, head): sum of beta w w^T (hd x hd)
+  std::vector<int64_t> steps_;
+};
+
+// M's beta at initialisation for isotropic w (E w w^T = I/hd): |1 - b0/hd|,
+// b0 = 1 for PaTH's 2 sigmoid(0), 2 for reflections (Example 2's 1 - 2/d).
+double initial_reflection_beta(const nn::ModelConfig& m);
+
+// How much of the q.k score each rotary block can carry: per layer and block
+// b, E|q_b| E|k_b| over batch, heads and positions, as a share of the sum
+// over blocks. A rotation keeps every block's norm, so the share is the same
+// before and after the transport.
+class BlockShares {
+ public:
+  BlockShares(int layers, int nb);
+  template <class R>
+  void add(int layer, const R* q, const R* k, nn::AttentionShape s);
+  std::vector<double> shares() const;  // layer l block b at l nb + b
+
+ private:
+  int layers_, nb_;
+  std::vector<double> q_, k_;
+};
+
 // The probe's distances for training length T: T/8, T/4, T/2 (each at least
 // 1, no repeats).
 std::vector<int64_t> phase_distances(int64_t T);
