@@ -10,6 +10,7 @@
 #include "claims/claims.h"
 #include "io/output.h"
 #include "io/table.h"
+#include "runs/probe.h"
 
 namespace routelab {
 
@@ -17,12 +18,15 @@ int cmd_claims(const std::vector<std::string>& args) {
   CLI::App app{"the paper's experimental claims, judged from experiment CSVs: each claim's rule at every setting "
                "found in them, over the seeds found",
                "routelab claims"};
-  std::vector<std::string> csvs, only_settings;
+  std::vector<std::string> csvs, probes, only_settings;
   std::string out;
   bool markdown = false;
   app.add_option("csvs", csvs, "experiment eval CSVs (each with its FILE.json); the first one's base config is the "
                                "reference setting")
       ->required();
+  app.add_option("--windows", probes,
+                 "probe CSVs (`routelab probe --csv P`; P.json and P-angles.csv beside each): the runs' mixing "
+                 "windows, for the window claim");
   app.add_option("--csv", out, "also write every verdict as tidy CSV (and its sidecar)");
   app.add_option("--settings", only_settings,
                  "SETTING[,SETTING...]: judge only these settings (as the table names them: default, context=64, ...)")
@@ -32,8 +36,9 @@ int cmd_claims(const std::vector<std::string>& args) {
   const auto start = std::chrono::steady_clock::now();
   OutputFiles files("claims");
   for (const auto& c : csvs) files.input(c), files.input(c + ".json");
+  for (const auto& p : probes) files.input(p + ".json"), files.input(runs::probe_angles_path(p));
   if (!out.empty()) files.output(out, "--csv"), files.output(out + ".json", "the sidecar --csv FILE.json");
-  auto settings = claims::read_settings(csvs);
+  auto settings = claims::read_settings(csvs, probes);
   for (const auto& want : only_settings)
     if (std::none_of(settings.begin(), settings.end(), [&](const auto& s) { return s.setting == want; })) {
       std::string names;
@@ -48,7 +53,7 @@ int cmd_claims(const std::vector<std::string>& args) {
   if (!out.empty()) {
     files.set(out, claims::claims_csv(results));
     files.set(out + ".json",
-              sidecar_text(out, {{"command", "claims"}, {"csvs", csvs}},
+              sidecar_text(out, {{"command", "claims"}, {"csvs", csvs}, {"windows", probes}},
                            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
     files.commit();
   }

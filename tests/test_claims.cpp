@@ -72,6 +72,16 @@ SettingReadings readings_with_margins(const std::string& id, const std::array<do
       // Some length from 2x to 64x is the highest: near - x above 1x.
       const std::string scheme = id == "alibi_flat" ? "alibi" : "learned_qkv_forget";
       curve(s, scheme, seed, 2.4 + near - x - 0.01, {{1, 2.4}, {8, 2.4 + near - x}});
+    } else if (id == "window_beyond_t_degrades") {
+      // Windows beyond T (never, and 40 T): the largest rise up to 16x is
+      // near + x (at 4x; 64x is higher and must not count). A run whose
+      // window fits T is flat and must not be judged.
+      s.windows["rope"][seed] = {128, -1};
+      s.windows["random_qk"][seed] = {128, 40 * 128};
+      s.windows["learned_qk"][seed] = {128, 100};
+      for (const char* scheme : {"rope", "random_qk"})
+        curve(s, scheme, seed, 2.3 + near + x - 0.01, {{1, 2.3}, {4, 2.3 + near + x}, {64, 9}});
+      curve(s, "learned_qk", seed, 2.3);
     }
   }
   return s;
@@ -104,7 +114,7 @@ std::string rule_meets_its_design(const Claim& c) {
 }
 
 TEST(Claims, EveryRuleGivesYesNoAndMarginalByDesign) {
-  ASSERT_EQ(all_claims().size(), 6u);
+  ASSERT_EQ(all_claims().size(), 7u);
   for (const Claim& c : all_claims()) EXPECT_EQ(rule_meets_its_design(c), "") << c.id;
 }
 
@@ -140,6 +150,15 @@ TEST(Claims, APlantedWrongRuleIsCaught) {
     return out;
   };
   EXPECT_NE(rule_meets_its_design(wrong_length), "");
+  // The window rule applied to every probed run, windows inside T included.
+  Claim every_run = claim("window_beyond_t_degrades");
+  every_run.margins = [](const SettingReadings& s) {
+    SettingReadings all = s;
+    for (auto& [_, seeds] : all.windows)
+      for (auto& [_, w] : seeds) w.window = -1;
+    return claim("window_beyond_t_degrades").margins(all);
+  };
+  EXPECT_NE(rule_meets_its_design(every_run), "");
 }
 
 TEST(Claims, JudgeUsesTheTIntervalAndCountsAgreement) {
@@ -233,6 +252,46 @@ TEST(ClaimsCsv, AKeyAnOlderSidecarLacksHasItsDefault) {
   EXPECT_EQ(settings[0].setting, "default");
   EXPECT_TRUE(settings[0].at("alibi", 1, 1).has_value());
   EXPECT_EQ(settings[1].setting, "passkey_fraction=0.25");
+}
+
+// A probe's windows join their runs' settings: the run's configuration in
+// the probe's sidecar names the setting, the angles CSV its layers' windows
+// (lower median over layers: 9 of {3, 9, inf} at context 64, inside T;
+// 400 at 128, beyond T, so that run is judged).
+TEST(ClaimsCsv, ProbeWindowsJoinTheirRunsSettings) {
+  TempDir t;
+  const std::string head = "scheme,context,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n";
+  spit(t.path / "e.csv", head + rows("", "random_qk,128,1", 128, 2.8, 3.1) + rows("", "random_qk,64,1", 64, 2.9, 3.2));
+  spit(t.path / "e.csv.json", sidecar(R"(["context"])"));
+  auto run = [](const std::string& name, int context) {
+    return R"({"run": ")" + name + R"(", "config": {"model": {"d_model": 128, "context": )" + std::to_string(context) +
+           R"(, "scheme": "random_qk"}, "train": {"steps": 1500, "seed": 1, "lr": 0.001}, "data": {"corpus": "data/brown"}}})";
+  };
+  spit(t.path / "p.csv.json", R"({"command": "probe", "runs": [)" + run("r128", 128) + ", " + run("r64", 64) + "]}");
+  spit(t.path / "p-angles.csv", "run,layer,block,layer_window_median\nr128,0,0,400\nr128,0,1,400\nr64,0,0,3\n"
+                                "r64,1,0,9\nr64,2,0,inf\n");
+  const auto settings = read_settings({(t.path / "e.csv").string()}, {(t.path / "p.csv").string()});
+  ASSERT_EQ(settings.size(), 2u);
+  EXPECT_EQ(settings[1].setting, "context=64");
+  EXPECT_EQ(settings[0].windows.at("random_qk").at(1).window, 400);
+  EXPECT_EQ(settings[1].windows.at("random_qk").at(1).window, 9);
+  EXPECT_EQ(settings[1].windows.at("random_qk").at(1).train_len, 64);
+  // Read twice with different windows: refused, naming the probe CSV.
+  spit(t.path / "q.csv.json", R"({"command": "probe", "runs": [)" + run("r128", 128) + "]}");
+  spit(t.path / "q-angles.csv", "run,layer,block,layer_window_median\nr128,0,0,401\n");
+  try {
+    read_settings({(t.path / "e.csv").string()}, {(t.path / "p.csv").string(), (t.path / "q.csv").string()});
+    ADD_FAILURE() << "no error";
+  } catch (const ClaimsError& e) {
+    EXPECT_NE(std::string(e.what()).find("window 400 in an earlier probe CSV and 401 in"), std::string::npos) << e.what();
+  }
+  expect_refusal(run_routelab("claims e.csv --windows e.csv", t.path, t.path), "e.csv.json is not a probe's sidecar");
+  const auto ok = run_routelab("claims e.csv --windows p.csv", t.path, t.path);
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_NE(ok.out.find("window_beyond_t_degrades random_qk           default                          1 no "),
+            std::string::npos)
+      << ok.out;  // flat to 16x with its window at 3.1 T: a counterexample
+  EXPECT_EQ(ok.out.find("context=64                       1 no"), std::string::npos) << ok.out;
 }
 
 TEST(ClaimsCsv, CsvReaderTakesQuotesAndRefusesRaggedRows) {

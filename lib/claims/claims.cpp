@@ -14,7 +14,9 @@
 #include "io/csv_read.h"
 #include "io/parse.h"
 #include "io/table.h"
+#include "nn/scheme.h"
 #include "runs/config.h"
+#include "runs/probe.h"
 
 namespace routelab::claims {
 
@@ -159,6 +161,32 @@ std::vector<SubjectMargins> far_mass_control_flat(const SettingReadings& s) {
   return flat(s, {"learned_qkv_forget", "learned_qkv_alibi", "random_qkv_alibi"});
 }
 
+// Section 3 (B.2): once the training length covers the mixing window, longer
+// contexts add only routes from the decorrelated regime training saw; the
+// paper calls that necessary, not sufficient, for extrapolation. So a run
+// whose window exceeds its training length must not stay near 1x: its
+// largest rise up to 16x is at least kNearBits. Runs whose window fits are
+// not judged (the theory lets them go either way).
+std::vector<SubjectMargins> window_beyond_training_degrades(const SettingReadings& s) {
+  std::vector<SubjectMargins> out;
+  for (const auto& [scheme, seeds] : s.windows) {
+    // The stylized model rotates and nothing else: a distance bias or a
+    // forget gate suppresses far routes whatever their transport.
+    if (std::find(kRotationOnly.begin(), kRotationOnly.end(), scheme) == kRotationOnly.end()) continue;
+    SubjectMargins m{scheme, {}};
+    for (const auto& [seed, w] : seeds) {
+      if (w.window >= 0 && w.window <= w.train_len) continue;
+      const auto r = max_rise(s, scheme, seed, 16);
+      if (!r) continue;
+      const std::string window =
+          w.window < 0 ? "never" : fmt::format("{:.3g} T", double(w.window) / double(w.train_len));
+      m.seeds.push_back({seed, *r - kNearBits, fmt::format("window {}, largest rise to 16x {}", window, signed_bits(*r))});
+    }
+    if (!m.seeds.empty()) out.push_back(std::move(m));
+  }
+  return out;
+}
+
 }  // namespace
 
 const std::vector<Claim>& all_claims() {
@@ -175,6 +203,12 @@ const std::vector<Claim>& all_claims() {
       {"far_mass_control_flat",
        "accumulated rotation with far-mass control (forget gate, ALiBi biases) stays flat (beyond the paper)",
        "every length from 2x to 64x is less than 0.1 bits above 1x", far_mass_control_flat},
+      {"window_beyond_t_degrades",
+       "a run whose mixing window exceeds its training length does not stay near 1x (the window inside the training "
+       "length is necessary for extrapolation, Section 3)",
+       "for every probed rotation-only run whose layers' median mixing window (eps 0.05) exceeds the training "
+       "length, some length from 2x to 16x is at least 0.1 bits above 1x",
+       window_beyond_training_degrades},
   };
   return claims;
 }
@@ -253,11 +287,16 @@ Config flatten_config(const nlohmann::json& config, const std::string& where) {
   return out;
 }
 
-std::string setting_label(const Config& c, const Config& reference) {
+// A key the scheme does not read (learned_init for rope) names no setting:
+// runs that differ only there are the same model.
+std::string setting_label(const Config& c, const Config& reference, const std::string& scheme) {
+  nn::ModelConfig m;
+  m.scheme = scheme;
+  if (const auto init = c.find("learned_init"); init != c.end()) m.learned_init = init->second;
   std::string label;
   for (const auto& [k, v] : c) {
     const auto r = reference.find(k);
-    if (r != reference.end() && r->second == v) continue;
+    if ((r != reference.end() && r->second == v) || !nn::scheme_reads(m, k)) continue;
     // A corpus is named by its folder: data/gcide -> gcide.
     const std::string shown = k == "corpus" ? v.substr(v.find_last_of('/') + 1) : v;
     label += (label.empty() ? "" : " ") + k + "=" + shown;
@@ -267,7 +306,79 @@ std::string setting_label(const Config& c, const Config& reference) {
 
 }  // namespace
 
-std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs) {
+namespace {
+
+SettingReadings& setting_named(std::vector<SettingReadings>& settings, const std::string& label) {
+  auto it = std::find_if(settings.begin(), settings.end(), [&](const auto& s) { return s.setting == label; });
+  if (it == settings.end()) it = settings.insert(settings.end(), SettingReadings{label, {}, {}});
+  return *it;
+}
+
+// Each probed run's window into its setting.
+void read_windows(std::vector<SettingReadings>& settings, const std::string& probe_csv, const Config& reference) {
+  const auto side = nlohmann::json::parse(slurp_or_refuse(probe_csv + ".json", "its sidecar"), nullptr, false);
+  if (side.is_discarded() || side.value("command", "") != "probe" || !side.contains("runs"))
+    throw ClaimsError(fmt::format("claims: {}.json is not a probe's sidecar (`routelab probe --csv`)", probe_csv));
+  const std::string angles_path = runs::probe_angles_path(probe_csv);
+  const CsvTable t = parse_csv(slurp_or_refuse(angles_path, "the probe's angles CSV"), angles_path);
+  // Rows name their run; angles CSVs written before the run column existed
+  // name it by scheme and seed, unique within one probe.
+  const int c_run = t.column("run"), c_scheme = t.column("scheme"), c_seed = t.column("seed"),
+            c_layer = t.column("layer"), c_median = t.column("layer_window_median");
+  if ((c_run < 0 && (c_scheme < 0 || c_seed < 0)) || c_layer < 0 || c_median < 0)
+    throw ClaimsError(fmt::format("claims: {} lacks a column of run (or scheme and seed), layer, "
+                                  "layer_window_median; is it a probe's angles CSV?",
+                                  angles_path));
+  const auto row_key = [&](const std::vector<std::string>& row) {
+    return c_run >= 0 ? row[c_run] : row[c_scheme] + " seed " + row[c_seed];
+  };
+  const auto run_key = [&](const nlohmann::json& run) {
+    if (c_run >= 0) return run.value("run", std::string());
+    const nlohmann::json& c = run.value("config", nlohmann::json::object());
+    return c.value("model", nlohmann::json::object()).value("scheme", std::string()) + " seed " +
+           std::to_string(c.value("train", nlohmann::json::object()).value("seed", uint64_t(0)));
+  };
+  std::map<std::string, int> runs_per_key;
+  for (const auto& run : side["runs"])
+    if (++runs_per_key[run_key(run)] > 1)
+      throw ClaimsError(fmt::format("claims: {} has no run column and {}.json probes two runs of {}; probe them again",
+                                    angles_path, probe_csv, run_key(run)));
+  std::map<std::string, std::map<int64_t, long long>> layer_windows;  // run -> layer -> window
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const auto& row = t.rows[i];
+    const auto layer = parse_integer(row[c_layer]);
+    const auto w = row[c_median] == "inf" ? std::optional<long long>(-1) : parse_integer(row[c_median]);
+    if (!layer || !w)
+      throw ClaimsError(fmt::format("claims: {} row {}: layer and layer_window_median must be integers (or inf)",
+                                    angles_path, i + 1));
+    layer_windows[row_key(row)][*layer] = *w;
+  }
+  for (const auto& run : side["runs"]) {
+    const std::string dir = run.value("run", "");
+    const auto layers = layer_windows.find(run_key(run));
+    if (layers == layer_windows.end()) continue;  // a scheme with neither angles nor reflections
+    if (!run.contains("config"))
+      throw ClaimsError(fmt::format("claims: {}.json names no config for run {}", probe_csv, dir));
+    const nlohmann::json& config = run["config"];
+    std::vector<long long> w;
+    for (const auto& [_, x] : layers->second) w.push_back(x);
+    RunWindow rw{config["model"].value("context", int64_t(0)), runs::window_lower_median(w)};
+    const std::string scheme = config["model"].value("scheme", "");
+    const uint64_t seed = config["train"].value("seed", uint64_t(0));
+    SettingReadings& s =
+        setting_named(settings, setting_label(flatten_config(config, probe_csv), reference, scheme));
+    if (const auto have = s.windows[scheme].find(seed);
+        have != s.windows[scheme].end() && (have->second.window != rw.window || have->second.train_len != rw.train_len))
+      throw ClaimsError(fmt::format("claims: {} seed {} ({}) has window {} in an earlier probe CSV and {} in {}", scheme,
+                                    seed, s.setting, have->second.window, rw.window, probe_csv));
+    s.windows[scheme][seed] = rw;
+  }
+}
+
+}  // namespace
+
+std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
+                                           const std::vector<std::string>& probe_csvs) {
   if (csvs.empty()) throw ClaimsError("claims: name at least one experiment CSV");
   std::vector<SettingReadings> settings;
   std::map<std::string, std::map<std::tuple<std::string, uint64_t, int64_t>, std::string>> source;
@@ -305,12 +416,11 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs)
         throw ClaimsError(fmt::format("claims: {} row {}: seed, train_len, eval_len and bits_per_byte must be numbers",
                                    path, i + 1));
       if (*L % *T != 0) continue;  // a length that is no multiple of the training length
-      const std::string label = setting_label(c, *reference);
-      auto it = std::find_if(settings.begin(), settings.end(), [&](const auto& s) { return s.setting == label; });
-      if (it == settings.end()) it = settings.insert(settings.end(), SettingReadings{label, {}});
+      const std::string label = setting_label(c, *reference, row[c_scheme]);
+      SettingReadings& setting = setting_named(settings, label);
       const std::string& scheme = row[c_scheme];
       const int64_t ratio = *L / *T;
-      auto& cell = it->bpb[scheme][*seed];
+      auto& cell = setting.bpb[scheme][*seed];
       const auto key = std::tuple{scheme, *seed, ratio};
       if (const auto have = cell.find(ratio); have != cell.end() && have->second != *b)
         throw ClaimsError(fmt::format("claims: {} seed {} at {}x ({}) reads {} in {} and {} in {}", scheme, *seed, ratio,
@@ -319,6 +429,7 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs)
       source[label][key] = path;
     }
   }
+  for (const auto& p : probe_csvs) read_windows(settings, p, *reference);
   // The default setting first, then in order of appearance.
   std::stable_partition(settings.begin(), settings.end(), [](const auto& s) { return s.setting == "default"; });
   return settings;
@@ -384,10 +495,10 @@ std::string claims_csv(const std::vector<ClaimResult>& results) {
 }
 
 std::string claims_table(const std::vector<ClaimResult>& results) {
-  std::string out = fmt::format("{:<22} {:<19} {:<28} {:>5} {:<9} {:>7} {:<18} {:>5}  {}\n", "claim", "subject",
+  std::string out = fmt::format("{:<24} {:<19} {:<28} {:>5} {:<9} {:>7} {:<18} {:>5}  {}\n", "claim", "subject",
                                 "setting", "seeds", "verdict", "margin", "95% interval", "agree", "near flip");
   for (const auto& r : results)
-    out += fmt::format("{:<22} {:<19} {:<28} {:>5} {:<9} {:>7} {:<18} {:>5}  {}\n", r.claim, r.subject, r.setting,
+    out += fmt::format("{:<24} {:<19} {:<28} {:>5} {:<9} {:>7} {:<18} {:>5}  {}\n", r.claim, r.subject, r.setting,
                        r.seeds.size(), verdict_name(r.verdict), fixed(r.mean),
                        r.seeds.size() >= 2 ? fmt::format("[{}, {}]", fixed(r.lo), fixed(r.hi)) : "(one seed)",
                        fmt::format("{}/{}", r.agree, r.seeds.size()),

@@ -26,10 +26,20 @@ struct ClaimsError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Bits per byte of every (scheme, seed, length ratio) at one setting.
+// A probed run's mixing window (`routelab probe`'s angles CSV, eps as
+// probed): the lower median over layers of each layer's lower median over
+// its blocks or reflection directions, in bytes; -1 never mixes.
+struct RunWindow {
+  int64_t train_len = 0;
+  long long window = -1;
+};
+
+// Bits per byte of every (scheme, seed, length ratio) at one setting, and
+// the windows of the runs probed.
 struct SettingReadings {
   std::string setting;
   std::map<std::string, std::map<uint64_t, std::map<int64_t, double>>> bpb;  // scheme -> seed -> L/T -> bits
+  std::map<std::string, std::map<uint64_t, RunWindow>> windows;              // scheme -> seed -> window
   std::optional<double> at(const std::string& scheme, uint64_t seed, int64_t ratio) const;
   std::vector<uint64_t> seeds(const std::string& scheme) const;
 };
@@ -81,9 +91,12 @@ ClaimResult judge(const std::vector<SeedMargin>& margins);
 
 // Reads experiment CSVs (each with its sidecar FILE.json), groups their rows
 // by setting and applies every claim. Rows repeated across files (runs shared
-// by two experiments) must agree. Throws ClaimsError (CsvError for a
+// by two experiments) must agree. Probe CSVs (`routelab probe --csv P`: P's
+// sidecar names each run's configuration, P-angles.csv its windows) add the
+// windows, each to its run's setting. Throws ClaimsError (CsvError for a
 // malformed CSV) naming the file.
-std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs);
+std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
+                                           const std::vector<std::string>& probe_csvs = {});
 std::vector<ClaimResult> evaluate_claims(const std::vector<SettingReadings>& settings,
                                          const std::vector<Claim>& claims = all_claims());
 
