@@ -1,11 +1,12 @@
 // Fuzzing every reader of outside data (issue 16): TOML run and experiment
 // configs (and, on their own, an experiment's sweep and arms tables), sim
 // flags, checkpoints, the corpus folder, shard partials with their sidecars,
-// and safetensors exports with their metadata (issue 38). A seeded random-mutation loop starts from a valid input and
+// safetensors exports with their metadata (issue 38), and the claims'
+// experiment CSVs, probe angles and their sidecars (issue 35). A seeded random-mutation loop starts from a valid input and
 // flips, inserts, deletes, duplicates and truncates bytes; each reader must
 // then either succeed or refuse with one of the errors the CLI turns into one
 // line and exit status 2 (BadInput, ConfigError, CheckpointError, CorpusError,
-// RunDirError, OutputError, SafetensorsError). Any other exception, a crash or a hang is a
+// RunDirError, OutputError, SafetensorsError, ClaimsError, CsvError). Any other exception, a crash or a hang is a
 // finding. Each reader runs for ROUTELAB_FUZZ_SECONDS (default 1; longer by
 // hand) and the test prints its executions.
 #include <gtest/gtest.h>
@@ -17,7 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "claims/claims.h"
 #include "cli_helpers.h"
+#include "io/csv_read.h"
 #include "data/brown.h"
 #include "groups/family.h"
 #include "io/output.h"
@@ -111,6 +114,10 @@ long long fuzz(const char* name, const std::string& seed_input, const std::funct
       ++refused;
     } catch (const SafetensorsError&) {
       ++refused;
+    } catch (const claims::ClaimsError&) {
+      ++refused;
+    } catch (const CsvError&) {
+      ++refused;
     } catch (const std::exception& e) {
       ADD_FAILURE() << name << ": execution " << runs << " threw " << typeid(e).name() << ": " << e.what()
                     << "\ninput:\n"
@@ -180,6 +187,44 @@ TEST(Fuzz, SafetensorsExport) {
                 static_cast<void>(parsed);
               }
             }, 10), 0);
+}
+
+// What `routelab claims` reads: an experiment's CSV and sidecar, a probe's
+// angles CSV and sidecar, mutated as one text (parts split at \x1f), judged
+// with every claim.
+TEST(Fuzz, ClaimsInputs) {
+  TempDir tmp;
+  std::string csv = "scheme,context,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n";
+  for (const char* scheme : {"rope", "random_qk", "random_qkv", "learned_qk", "learned_qkv", "alibi"})
+    for (int seed = 1; seed <= 2; ++seed)
+      for (int r : {1, 2, 4, 8, 16, 32, 64})
+        csv += std::string(scheme) + ",128," + std::to_string(seed) + ",128," + std::to_string(128 * r) + ",3,900," +
+               std::to_string(2.3 + 0.01 * r + 0.001 * seed) + ",5\n";
+  const std::string config = R"({"model": {"d_model": 128, "context": 128, "scheme": "rope"}, "train": {"seed": 1, )"
+                             R"("steps": 1500}, "data": {"corpus": "data/brown"}})";
+  const std::string side = R"({"config": )" + config + R"(, "swept_keys": ["context"]})";
+  std::string runs;
+  for (const char* scheme : {"random_qk", "rope"})
+    runs += std::string(runs.empty() ? "" : ", ") + R"({"run": ")" + scheme + R"(", "config": )" +
+            std::string(config).replace(config.find("\"rope\""), 6, std::string("\"") + scheme + "\"") + "}";
+  const std::string probe_side = R"({"command": "probe", "runs": [)" + runs + "]}";
+  const std::string angles = "run,layer,block,layer_window_median\nrandom_qk,0,0,500\nrandom_qk,1,0,inf\nrope,0,0,inf\n";
+  const std::string sep = "\x1f";
+  EXPECT_GT(fuzz("claims", csv + sep + side + sep + angles + sep + probe_side, [&](const std::string& text) {
+              std::vector<std::string> parts;
+              std::size_t at = 0;
+              for (std::size_t next; parts.size() < 3 && (next = text.find(sep, at)) != std::string::npos; at = next + 1)
+                parts.push_back(text.substr(at, next - at));
+              parts.push_back(text.substr(std::min(at, text.size())));
+              parts.resize(4);
+              spit(tmp / "e.csv", parts[0]);
+              spit(tmp / "e.csv.json", parts[1]);
+              spit(tmp / "p-angles.csv", parts[2]);
+              spit(tmp / "p.csv.json", parts[3]);
+              const auto settings = claims::read_settings({(tmp / "e.csv").string()}, {(tmp / "p.csv").string()});
+              const auto results = claims::evaluate_claims(settings);
+              static_cast<void>(claims::claims_csv(results) + claims::claims_markdown(results));
+            }, 11), 0);
 }
 
 TEST(Fuzz, SimFlags) {

@@ -314,11 +314,48 @@ SettingReadings& setting_named(std::vector<SettingReadings>& settings, const std
   return *it;
 }
 
+// A JSON field of the wanted type, or nothing (absent or another type).
+template <class T>
+std::optional<T> field(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  const auto it = object.find(key);
+  if (it == object.end()) return std::nullopt;
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+// One run of a probe's sidecar.
+struct ProbedRun {
+  std::string dir, scheme;
+  uint64_t seed;
+  int64_t context;
+  Config config;
+};
+
 // Each probed run's window into its setting.
 void read_windows(std::vector<SettingReadings>& settings, const std::string& probe_csv, const Config& reference) {
   const auto side = nlohmann::json::parse(slurp_or_refuse(probe_csv + ".json", "its sidecar"), nullptr, false);
-  if (side.is_discarded() || side.value("command", "") != "probe" || !side.contains("runs"))
+  if (side.is_discarded() || field<std::string>(side, "command") != "probe" || !side.contains("runs") ||
+      !side["runs"].is_array())
     throw ClaimsError(fmt::format("claims: {}.json is not a probe's sidecar (`routelab probe --csv`)", probe_csv));
+  std::vector<ProbedRun> probed;
+  for (const auto& run : side["runs"]) {
+    const auto dir = field<std::string>(run, "run");
+    const nlohmann::json config = run.is_object() && run.contains("config") ? run["config"] : nlohmann::json();
+    const auto model = config.is_object() && config.contains("model") ? config["model"] : nlohmann::json();
+    const auto train = config.is_object() && config.contains("train") ? config["train"] : nlohmann::json();
+    const auto scheme = field<std::string>(model, "scheme");
+    const auto seed = field<uint64_t>(train, "seed");
+    const auto context = field<int64_t>(model, "context");
+    if (!dir || !scheme || !seed || !context || *context < 1)
+      throw ClaimsError(fmt::format("claims: {}.json: every run needs its directory (run) and a config with "
+                                    "[model] scheme and context and [train] seed",
+                                    probe_csv));
+    probed.push_back({*dir, *scheme, *seed, *context, flatten_config(config, probe_csv)});
+  }
   const std::string angles_path = runs::probe_angles_path(probe_csv);
   const CsvTable t = parse_csv(slurp_or_refuse(angles_path, "the probe's angles CSV"), angles_path);
   // Rows name their run; angles CSVs written before the run column existed
@@ -332,14 +369,11 @@ void read_windows(std::vector<SettingReadings>& settings, const std::string& pro
   const auto row_key = [&](const std::vector<std::string>& row) {
     return c_run >= 0 ? row[c_run] : row[c_scheme] + " seed " + row[c_seed];
   };
-  const auto run_key = [&](const nlohmann::json& run) {
-    if (c_run >= 0) return run.value("run", std::string());
-    const nlohmann::json& c = run.value("config", nlohmann::json::object());
-    return c.value("model", nlohmann::json::object()).value("scheme", std::string()) + " seed " +
-           std::to_string(c.value("train", nlohmann::json::object()).value("seed", uint64_t(0)));
+  const auto run_key = [&](const ProbedRun& r) {
+    return c_run >= 0 ? r.dir : r.scheme + " seed " + std::to_string(r.seed);
   };
   std::map<std::string, int> runs_per_key;
-  for (const auto& run : side["runs"])
+  for (const auto& run : probed)
     if (++runs_per_key[run_key(run)] > 1)
       throw ClaimsError(fmt::format("claims: {} has no run column and {}.json probes two runs of {}; probe them again",
                                     angles_path, probe_csv, run_key(run)));
@@ -348,30 +382,24 @@ void read_windows(std::vector<SettingReadings>& settings, const std::string& pro
     const auto& row = t.rows[i];
     const auto layer = parse_integer(row[c_layer]);
     const auto w = row[c_median] == "inf" ? std::optional<long long>(-1) : parse_integer(row[c_median]);
-    if (!layer || !w)
+    if (!layer || !w || *w < -1)
       throw ClaimsError(fmt::format("claims: {} row {}: layer and layer_window_median must be integers (or inf)",
                                     angles_path, i + 1));
     layer_windows[row_key(row)][*layer] = *w;
   }
-  for (const auto& run : side["runs"]) {
-    const std::string dir = run.value("run", "");
+  for (const auto& run : probed) {
     const auto layers = layer_windows.find(run_key(run));
     if (layers == layer_windows.end()) continue;  // a scheme with neither angles nor reflections
-    if (!run.contains("config"))
-      throw ClaimsError(fmt::format("claims: {}.json names no config for run {}", probe_csv, dir));
-    const nlohmann::json& config = run["config"];
     std::vector<long long> w;
     for (const auto& [_, x] : layers->second) w.push_back(x);
-    RunWindow rw{config["model"].value("context", int64_t(0)), runs::window_lower_median(w)};
-    const std::string scheme = config["model"].value("scheme", "");
-    const uint64_t seed = config["train"].value("seed", uint64_t(0));
-    SettingReadings& s =
-        setting_named(settings, setting_label(flatten_config(config, probe_csv), reference, scheme));
-    if (const auto have = s.windows[scheme].find(seed);
-        have != s.windows[scheme].end() && (have->second.window != rw.window || have->second.train_len != rw.train_len))
-      throw ClaimsError(fmt::format("claims: {} seed {} ({}) has window {} in an earlier probe CSV and {} in {}", scheme,
-                                    seed, s.setting, have->second.window, rw.window, probe_csv));
-    s.windows[scheme][seed] = rw;
+    const RunWindow rw{run.context, runs::window_lower_median(w)};
+    SettingReadings& s = setting_named(settings, setting_label(run.config, reference, run.scheme));
+    if (const auto have = s.windows[run.scheme].find(run.seed);
+        have != s.windows[run.scheme].end() &&
+        (have->second.window != rw.window || have->second.train_len != rw.train_len))
+      throw ClaimsError(fmt::format("claims: {} seed {} ({}) has window {} in an earlier probe CSV and {} in {}",
+                                    run.scheme, run.seed, s.setting, have->second.window, rw.window, probe_csv));
+    s.windows[run.scheme][run.seed] = rw;
   }
 }
 
@@ -392,7 +420,10 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
     if (!reference) reference = base;
     std::vector<std::string> swept;
     if (side.contains("swept_keys"))
-      for (const auto& k : side["swept_keys"]) swept.push_back(k.get<std::string>());
+      for (const auto& k : side["swept_keys"]) {
+        if (!k.is_string()) throw ClaimsError(fmt::format("claims: {}.json: swept_keys must be names", path));
+        swept.push_back(k.get<std::string>());
+      }
     const int c_scheme = t.column("scheme"), c_seed = t.column("seed"), c_train = t.column("train_len"),
               c_eval = t.column("eval_len"), c_bpb = t.column("bits_per_byte");
     if (c_scheme < 0 || c_seed < 0 || c_train < 0 || c_eval < 0 || c_bpb < 0)
