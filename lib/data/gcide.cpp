@@ -34,6 +34,12 @@ Corpus split_gcide(const std::vector<uint8_t>& dict) {
 }
 
 Corpus prepare_gcide(const std::filesystem::path& dict_file, bool check) {
+  // The file is the user's --from, not a corpus folder's: the fix is where to get it.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(dict_file, ec))
+    throw CorpusError("corpus: --from " + dict_file.string() +
+                      " is not a readable file; name gcide.dict, /usr/share/dictd/gcide.dict.dz decompressed "
+                      "(`bash scripts/fetch-corpus.sh gcide` does both)");
   Corpus c = split_gcide(read_corpus_file(dict_file));
   c.dir = dict_file.string();
   if (check) check_design(c, *find_corpus_design("gcide"), dict_file.string());
