@@ -540,7 +540,7 @@ std::string probe_runs(const ProbeOptions& o) {
                     "rope 1); householder: block = head * head_dim + j, the j-th eigendirection (by decreasing beta) of "
                     "the head's mean step M = E[I - beta_t w_t w_t^T] over every position of the validation stream "
                     "in training-length windows, beta = |1 - mu_j| its eigenvalue's modulus (Example 2), drift 0 or "
-                    "pi by its sign, frequency nan, beta_init |1 - b0/head_dim| for isotropic w (b0 = 1 PaTH, 2 "
+                    "pi by its sign, frequency empty, beta_init |1 - b0/head_dim| for isotropic w (b0 = 1 PaTH, 2 "
                     "reflection); score_share: E|q_b| E|k_b| over the same windows as a share of the layer's sum "
                     "over blocks (empty for householder)"},
          {"phases", "over the same training-length windows, per layer and distance n (T/8, T/4, T/2): X_b = "

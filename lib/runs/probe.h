@@ -157,7 +157,7 @@ class ReflectionStats {
   template <class R>
   void add(int layer, const R* w, const R* beta, nn::AttentionShape s);
   // Rows as BlockGap: block = head hd + j, each head's directions by
-  // decreasing beta; frequency NaN; drift 0 or pi (the sign of 1 - mu_j);
+  // decreasing beta; frequency NaN (an empty cell); drift 0 or pi (the sign of 1 - mu_j);
   // source "stream"; beta_init as given.
   std::vector<BlockGap> gaps(double eps, double beta_init) const;
 
