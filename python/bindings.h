@@ -26,10 +26,13 @@ void bind_runs(py::module_& m);      // runs.cpp
 // for the columns named in `real` (measured values, whose shortest text may
 // look like an integer: "0"), otherwise int64 where every cell is an
 // integer, float64 where every cell is a number or empty (NaN), else an
-// array of str. Each array owns the buffer it was filled into (no copy on
-// the way to Python).
+// array of str. A column given in `numbers` (its doubles as computed, one
+// per row: sims/runner.h MeasuredColumns) becomes that vector itself, its
+// text cells unread. Each array owns the buffer it was filled into or moved
+// from (no copy on the way to Python).
 py::dict columns_to_arrays(const std::vector<std::string>& names, const std::vector<std::vector<std::string>>& rows,
-                           const std::set<std::string>& real = {});
+                           const std::set<std::string>& real = {},
+                           std::vector<std::pair<std::string, std::vector<double>>> numbers = {});
 // A CSV text as the library writes it (a header line, quoted fields where
 // needed) to the same columns.
 py::dict csv_to_arrays(const std::string& csv, const std::set<std::string>& real = {});
