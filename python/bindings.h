@@ -45,15 +45,22 @@ py::array_t<T> owned_array(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
   return py::array_t<T>(shape, held->data(), owner);
 }
 
-// Called from work running without the GIL, between its units (a point, a
-// step, a length): takes the GIL, raises KeyboardInterrupt (by throwing
-// py::error_already_set) if Ctrl-C came, then calls `callback` (None: no
-// call) with the arguments.
-template <class... Args>
-void checkpoint_python(const py::object& callback, Args&&... args) {
+// Called from work running without the GIL at a safe point (between
+// forward passes): takes the GIL and raises KeyboardInterrupt (by throwing
+// py::error_already_set) if Ctrl-C came.
+inline void stop_on_ctrl_c() {
   py::gil_scoped_acquire gil;
   if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-  if (!callback.is_none()) callback(std::forward<Args>(args)...);
+}
+
+// The same between units of the work (a point, a step, a length), then
+// calls `callback` (None: no call) with the arguments.
+template <class... Args>
+void checkpoint_python(const py::object& callback, Args&&... args) {
+  stop_on_ctrl_c();
+  if (callback.is_none()) return;
+  py::gil_scoped_acquire gil;
+  callback(std::forward<Args>(args)...);
 }
 
 }  // namespace routelab::python
