@@ -44,7 +44,9 @@ class ThreadsFor {
 };
 
 // Long work from Python: Ctrl-C stops it after any forward pass, and
-// progress(done, total) is called after each of its units.
+// progress(done, total) is called after each of its units. `progress` is
+// held by reference, not copied: the hooks live within the call, and may be
+// destroyed where the GIL is released.
 runs::WorkHooks python_hooks(const py::object& progress) {
   return {stop_on_ctrl_c, [&progress](std::size_t done, std::size_t total) { checkpoint_python(progress, done, total); }};
 }
