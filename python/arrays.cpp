@@ -1,7 +1,9 @@
 // Text tables to NumPy columns, and the library's refusals to ValueError.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "cuda/device.h"
 #include "data/brown.h"
@@ -54,10 +56,17 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 }  // namespace
 
 py::dict columns_to_arrays(const std::vector<std::string>& names, const std::vector<std::vector<std::string>>& rows,
-                           const std::set<std::string>& real) {
+                           const std::set<std::string>& real,
+                           std::vector<std::pair<std::string, std::vector<double>>> numbers) {
   py::dict out;
   const py::ssize_t n = py::ssize_t(rows.size());
   for (std::size_t c = 0; c < names.size(); ++c) {
+    const auto given = std::find_if(numbers.begin(), numbers.end(), [&](const auto& g) { return g.first == names[c]; });
+    if (given != numbers.end()) {
+      if (given->second.size() != rows.size()) throw std::logic_error("column " + names[c] + ": one number per row");
+      out[py::str(names[c])] = owned_array(std::move(given->second), {n});
+      continue;
+    }
     auto cell = [&](std::size_t r) -> const std::string& {
       static const std::string empty;
       return c < rows[r].size() ? rows[r][c] : empty;

@@ -26,10 +26,13 @@ void bind_runs(py::module_& m);      // runs.cpp
 // for the columns named in `real` (measured values, whose shortest text may
 // look like an integer: "0"), otherwise int64 where every cell is an
 // integer, float64 where every cell is a number or empty (NaN), else an
-// array of str. Each array owns the buffer it was filled into (no copy on
-// the way to Python).
+// array of str. A column given in `numbers` (its doubles as computed, one
+// per row: sims/runner.h MeasuredColumns) becomes that vector itself, its
+// text cells unread. Each array owns the buffer it was filled into or moved
+// from (no copy on the way to Python).
 py::dict columns_to_arrays(const std::vector<std::string>& names, const std::vector<std::vector<std::string>>& rows,
-                           const std::set<std::string>& real = {});
+                           const std::set<std::string>& real = {},
+                           std::vector<std::pair<std::string, std::vector<double>>> numbers = {});
 // A CSV text as the library writes it (a header line, quoted fields where
 // needed) to the same columns.
 py::dict csv_to_arrays(const std::string& csv, const std::set<std::string>& real = {});
@@ -42,15 +45,22 @@ py::array_t<T> owned_array(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
   return py::array_t<T>(shape, held->data(), owner);
 }
 
-// Called from work running without the GIL, between its units (a point, a
-// step, a length): takes the GIL, raises KeyboardInterrupt (by throwing
-// py::error_already_set) if Ctrl-C came, then calls `callback` (None: no
-// call) with the arguments.
-template <class... Args>
-void checkpoint_python(const py::object& callback, Args&&... args) {
+// Called from work running without the GIL at a safe point (between
+// forward passes): takes the GIL and raises KeyboardInterrupt (by throwing
+// py::error_already_set) if Ctrl-C came.
+inline void stop_on_ctrl_c() {
   py::gil_scoped_acquire gil;
   if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-  if (!callback.is_none()) callback(std::forward<Args>(args)...);
+}
+
+// The same between units of the work (a point, a step, a length), then
+// calls `callback` (None: no call) with the arguments.
+template <class... Args>
+void checkpoint_python(const py::object& callback, Args&&... args) {
+  stop_on_ctrl_c();
+  if (callback.is_none()) return;
+  py::gil_scoped_acquire gil;
+  callback(std::forward<Args>(args)...);
 }
 
 }  // namespace routelab::python

@@ -2,7 +2,7 @@
 // at lengths, passkey, probe and export, through the same library calls as
 // `routelab train/eval/passkey/probe/export` (app/cmd_nn.cpp), so the same
 // run gives the same numbers and the same refusals. Long work runs without
-// the GIL and stops on Ctrl-C between its units.
+// the GIL and stops on Ctrl-C after any forward pass (training: any step).
 #include <fstream>
 #include <sstream>
 
@@ -43,6 +43,14 @@ class ThreadsFor {
   int saved_;
 };
 
+// Long work from Python: Ctrl-C stops it after any forward pass, and
+// progress(done, total) is called after each of its units. `progress` is
+// held by reference, not copied: the hooks live within the call, and may be
+// destroyed where the GIL is released.
+runs::WorkHooks python_hooks(const py::object& progress) {
+  return {stop_on_ctrl_c, [&progress](std::size_t done, std::size_t total) { checkpoint_python(progress, done, total); }};
+}
+
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
@@ -67,7 +75,7 @@ py::dict evaluate(const std::string& run_dir, const std::string& lengths, bool l
     runs::EvalResult r;
     {
       py::gil_scoped_release release;
-      r = runs::evaluate(*model, run.corpus.val, L, losses ? &nats : nullptr);
+      r = runs::evaluate(*model, run.corpus.val, L, losses ? &nats : nullptr, stop_on_ctrl_c);
     }
     rows.push_back({std::to_string(L), std::to_string(r.windows), std::to_string(r.tokens),
                     format_number(r.bits_per_byte), format_number(r.ppl)});
@@ -126,7 +134,7 @@ void bind_runs(py::module_& m) {
   m.def(
       "_probe",
       [](const std::vector<std::string>& runs, const std::string& lengths, int64_t window, int max_windows, double eps,
-         const std::string& csv, int threads) {
+         const std::string& csv, int threads, const py::object& progress) {
         const ThreadsFor threads_for(threads);
         if (window < 0) throw runs::ConfigError("--window: must be at least 1 (0: a quarter of the training length)");
         runs::ProbeOptions o;
@@ -136,6 +144,7 @@ void bind_runs(py::module_& m) {
         o.max_windows = max_windows;
         o.eps = eps;
         o.csv = csv;
+        o.hooks = python_hooks(progress);
         std::string rows;
         {
           py::gil_scoped_release release;
@@ -151,11 +160,11 @@ void bind_runs(py::module_& m) {
         return out;
       },
       py::arg("runs"), py::arg("lengths"), py::arg("window"), py::arg("max_windows"), py::arg("eps"), py::arg("csv"),
-      py::arg("threads") = 0);
+      py::arg("threads") = 0, py::arg("progress") = py::none());
   m.def(
       "_passkey",
       [](const std::string& run, const std::string& lengths, const std::vector<double>& depths, int trials,
-         uint64_t seed, const std::string& out, int threads) {
+         uint64_t seed, const std::string& out, int threads, const py::object& progress) {
         const ThreadsFor threads_for(threads);
         if (trials < 1 || trials > 100000) throw runs::ConfigError("--trials: an integer in [1, 100000]");
         for (double d : depths)
@@ -163,12 +172,12 @@ void bind_runs(py::module_& m) {
         std::string csv;
         {
           py::gil_scoped_release release;
-          csv = runs::passkey_run(run, lengths, depths, trials, seed, out, false);
+          csv = runs::passkey_run(run, lengths, depths, trials, seed, out, false, {}, python_hooks(progress));
         }
         return csv_to_arrays(csv, {"depth", "accuracy", "digit_accuracy", "key_bits_per_byte"});
       },
       py::arg("run"), py::arg("lengths"), py::arg("depths"), py::arg("trials"), py::arg("seed"), py::arg("out"),
-      py::arg("threads") = 0);
+      py::arg("threads") = 0, py::arg("progress") = py::none());
   m.def("_export", &runs::export_run, py::arg("run"), py::arg("out"));
 }
 

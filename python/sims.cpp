@@ -1,6 +1,7 @@
 // Simulations from Python: the flags go through the parser and runner that
 // `routelab sim` uses (sims/runner.h), so the same flags give the same rows,
-// refusals and files; the rows come back as NumPy columns.
+// refusals and files; the rows come back as NumPy columns, the measured
+// values handed over as the doubles the simulation computed.
 #include <pybind11/stl.h>
 
 #include "python/bindings.h"
@@ -17,11 +18,13 @@ void bind_sims(py::module_& m) {
         for (const auto& [flag, text] : flags) args.push_back("--" + flag + "=" + text);
         RunRequest req = parse_sim_args(name, args);
         req.on_point = [&progress](std::size_t done, std::size_t total) { checkpoint_python(progress, done, total); };
+        MeasuredColumns measured;
         Table table = [&] {
           py::gil_scoped_release release;
-          return run_sim_to_outputs(req);
+          return run_sim_to_outputs(req, &measured);
         }();
-        return columns_to_arrays(table.columns(), table.rows(), {"estimate", "stderr", "ci_low", "ci_high", "theory"});
+        // The measured values as computed; the flags' columns (text as given) and the rest parsed from the table.
+        return columns_to_arrays(table.columns(), table.rows(), {}, std::move(measured));
       },
       py::arg("name"), py::arg("flags"), py::arg("progress") = py::none());
   m.def(

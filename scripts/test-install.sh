@@ -45,13 +45,16 @@ header="$(head -1 <<<"$gap" | cut -d' ' -f2)"
 [ "$installed" = "$package" ] && [ "$installed" = "$header" ] ||
   fail "versions differ: installed routelab --version $installed, package $package, base/version.h $header"
 # The Python package, where the build made it: importable from the prefix
-# alone, at the same version, with routelab.torch beside it.
+# alone, at the same version, with routelab.torch and the type stubs beside it.
 if grep -q '^ROUTELAB_PYTHON:BOOL=ON$' "$build/CMakeCache.txt"; then
   site="$prefix/$(sed -n 's/^ROUTELAB_PYTHON_INSTALL_DIR:STRING=//p' "$build/CMakeCache.txt")"
   python_version="$(cd "$tmp" && PYTHONPATH="$site" /usr/bin/python3 -c \
     'import routelab; assert routelab._core is not None, routelab._import_error; print(routelab.__version__)' 2>&1)" ||
     fail "the installed Python package does not import from $site: $python_version"
   [ -f "$site/routelab/torch/attention.py" ] || fail "routelab.torch is not installed beside the module in $site"
+  for stub in __init__.pyi _routelab.pyi py.typed; do
+    [ -f "$site/routelab/$stub" ] || fail "the type stub routelab/$stub is not installed beside the module in $site"
+  done
   [ "$python_version" = "$installed" ] || fail "versions differ: installed routelab --version $installed, Python package $python_version"
 fi
 echo "test-install: examples built and ran against the installed package, version $installed"

@@ -9,7 +9,10 @@
 #include "stats/intervals.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
+#include <cmath>
+#include <limits>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -21,6 +24,10 @@
 namespace routelab {
 
 namespace {
+
+// The columns a row's measured doubles go to, in the CSV's order.
+constexpr std::array<const char*, 5> kMeasured = {"estimate", "stderr", "ci_low", "ci_high", "theory"};
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Flags whose single value is itself a comma list; their sweeps use ';'.
 bool list_valued(const std::string& flag) { return flag == "lambdas"; }
@@ -197,7 +204,7 @@ std::vector<Params> expand_points(const RunRequest& req) {
   return points;
 }
 
-Table run_sim(const RunRequest& req, nlohmann::json* config) {
+Table run_sim(const RunRequest& req, nlohmann::json* config, MeasuredColumns* measured) {
   const Sim& sim = find_sim(req.sim);
   const std::vector<Params> points = expand_points(req);
   if (points.size() >= (1u << 16)) throw BadInput("sim", "a sweep has at most 65535 points");
@@ -220,9 +227,16 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
   if (sim.uses_family)
     for (const auto& c : family_columns(fams)) columns.push_back(c);
   for (const auto& f : sim.flags) columns.push_back(f.name);
-  for (const char* c : {"samples", "seed", "estimate", "stderr", "ci_low", "ci_high", "theory", "kind", "verdict"})
-    columns.push_back(c);
+  columns.push_back("samples");
+  columns.push_back("seed");
+  for (const char* c : kMeasured) columns.push_back(c);
+  columns.push_back("kind");
+  columns.push_back("verdict");
   Table table(columns);
+  if (measured) {
+    measured->clear();
+    for (const char* c : kMeasured) measured->push_back({c, {}});
+  }
 
   const long long samples = req.samples > 0 ? req.samples : sim.default_samples;
   const auto start = std::chrono::steady_clock::now();
@@ -243,11 +257,12 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
       for (const auto& c : r.cells) cells.push_back(c);
       cells.push_back({"samples", std::to_string(samples)});
       cells.push_back({"seed", std::to_string(req.seed)});
-      cells.push_back({"estimate", format_number(r.estimate)});
-      cells.push_back({"stderr", format_number(r.stderr_)});
-      cells.push_back({"ci_low", format_number(r.ci_low)});
-      cells.push_back({"ci_high", format_number(r.ci_high)});
-      cells.push_back({"theory", format_number(r.theory)});
+      const double values[] = {r.estimate, r.stderr_, r.ci_low, r.ci_high, r.theory.value_or(kNaN)};
+      for (std::size_t m = 0; m < kMeasured.size(); ++m) {
+        cells.push_back({kMeasured[m], format_number(values[m])});
+        // Every NaN prints as "", which parses to the one quiet NaN.
+        if (measured) (*measured)[m].second.push_back(std::isnan(values[m]) ? kNaN : values[m]);
+      }
       cells.push_back({"kind", to_string(r.kind)});
       cells.push_back({"verdict", to_string(r.verdict)});
       table.add_row(cells);
@@ -286,12 +301,12 @@ Table run_sim(const RunRequest& req, nlohmann::json* config) {
   return table;
 }
 
-Table run_sim_to_outputs(const RunRequest& req) {
+Table run_sim_to_outputs(const RunRequest& req, MeasuredColumns* measured) {
   OutputFiles files("sim");
   if (!req.out.empty()) files.output(req.out, "--out"), files.output(req.out + ".json", "the sidecar --out FILE.json");
   const auto start = std::chrono::steady_clock::now();
   nlohmann::json config;
-  Table table = run_sim(req, &config);
+  Table table = run_sim(req, &config, measured);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!req.out.empty() && dist::is_root()) {
     files.set(req.out, table.to_csv());

@@ -36,13 +36,21 @@ RunRequest parse_sim_args(const std::string& sim, const std::vector<std::string>
 // The parameter points of a request, in sweep order.
 std::vector<Params> expand_points(const RunRequest& req);
 
+// The table's measured columns (estimate, stderr, ci_low, ci_high, theory)
+// as the doubles computed, one per row in row order, NaN where the cell is
+// empty. The CSV prints each in its shortest round-trip text, so parsing a
+// cell gives the same bits; the Python module hands these to NumPy as they
+// are instead of parsing them back.
+using MeasuredColumns = std::vector<std::pair<std::string, std::vector<double>>>;
+
 // Runs every point; throws BadInput before any work if a point is invalid.
-Table run_sim(const RunRequest& req, nlohmann::json* config = nullptr);
+// `measured`, when given, gets the measured columns.
+Table run_sim(const RunRequest& req, nlohmann::json* config = nullptr, MeasuredColumns* measured = nullptr);
 
 // run_sim with the request's outputs: --out FILE and its sidecar are checked
 // before any work (io/output.h) and written whole after it, by rank 0. What
 // `routelab sim` and the Python module's routelab.sim both run.
-Table run_sim_to_outputs(const RunRequest& req);
+Table run_sim_to_outputs(const RunRequest& req, MeasuredColumns* measured = nullptr);
 
 // `routelab merge`: combines the partial CSVs of `--shard K/N` runs (each
 // with its sidecar) into the bytes a single run would have written. Throws

@@ -1,21 +1,30 @@
 // The run workflow's pieces on their own (lib/runs/), in its order: the
 // configuration and its TOML, the run directory's checkpoint comparisons,
-// the training batches, evaluation windows and lengths, passkey samples.
+// the training batches, evaluation windows and lengths, passkey samples; and
+// the hooks of long evaluation work (runs/eval.h WorkHooks), what the Python
+// module's progress callbacks and Ctrl-C stand on: evaluate, passkey and the
+// probe call after_pass once per forward pass and after_unit once per unit,
+// and a hook that throws stops the work between passes with no file written.
 // Whole runs through the command line: tests/test_nn_cli.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <toml++/toml.h>
 
+#include "cli_helpers.h"
 #include "model_configs.h"
 #include "nn/model.h"
 #include "runs/config.h"
 #include "runs/eval.h"
+#include "runs/memory.h"
 #include "runs/passkey.h"
+#include "runs/probe.h"
 #include "runs/run_dir.h"
 #include "runs/train.h"
 
@@ -23,6 +32,7 @@ namespace {
 
 using namespace routelab;
 using namespace routelab::runs;
+using namespace routelab::testing;
 
 RunConfig parse_config_text(const std::string& text) {
   return parse_run_config(toml::parse(text), "test.toml");
@@ -212,6 +222,105 @@ TEST(runs_passkey, the_key_sits_at_its_depth_and_is_asked_for_at_the_end) {
     EXPECT_NE(s, passkey_sample(text, 300, depth, 4, 8));
   }
   EXPECT_THROW(passkey_sample(text, 60, 0.5, 4, 7), std::invalid_argument);
+}
+
+struct HookStop : std::runtime_error {
+  HookStop() : std::runtime_error("stopped by a hook") {}
+};
+
+// Counts the calls; after_pass throws HookStop on call `stop_at` (0: never).
+struct CountedHooks {
+  int passes = 0, stop_at = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> units;
+  WorkHooks hooks() {
+    return {[this] {
+              if (++passes == stop_at) throw HookStop();
+            },
+            [this](std::size_t done, std::size_t total) { units.push_back({done, total}); }};
+  }
+};
+
+int forward_passes(int64_t items, int64_t L) { return int((items + eval_batch(L) - 1) / eval_batch(L)); }
+
+// One tiny trained run for the suite (no test is running yet, so no TempDir).
+class RunHooks : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("routelab_" + std::to_string(::getpid()) + "_run_hooks");
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    spit(dir_ / "c.toml", tiny_config("learned_qkv", 5, 5));
+    ASSERT_EQ(run_routelab("train --config c.toml --out run --quiet", dir_, dir_).status, 0);
+    run_ = (dir_ / "run").string();
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static fs::path dir_;
+  static std::string run_;
+};
+fs::path RunHooks::dir_;
+std::string RunHooks::run_;
+
+TEST_F(RunHooks, evaluate_calls_after_pass_once_per_forward_pass) {
+  TrainedRun run = load_trained_run(run_, "1024");
+  const auto model = trained_run_backend(run, {});
+  CountedHooks c;
+  const EvalResult r = evaluate(*model, run.corpus.val, 1024, nullptr, c.hooks().after_pass);
+  ASSERT_GT(forward_passes(r.windows, 1024), 1);  // several passes, so "once per pass" is seen
+  EXPECT_EQ(c.passes, forward_passes(r.windows, 1024));
+  CountedHooks stop;
+  stop.stop_at = 1;
+  EXPECT_THROW(evaluate(*model, run.corpus.val, 1024, nullptr, stop.hooks().after_pass), HookStop);
+  EXPECT_EQ(stop.passes, 1);
+}
+
+TEST_F(RunHooks, passkey_calls_its_hooks_and_a_throw_writes_nothing) {
+  TempDir out;
+  const int trials = eval_batch(1024) + 1;  // two passes per length and depth
+  CountedHooks c;
+  passkey_run(run_, "1024", {0, 1}, trials, 1, (out / "pk.csv").string(), false, {}, c.hooks());
+  EXPECT_EQ(c.passes, 2 * forward_passes(trials, 1024));
+  EXPECT_EQ(c.units, (std::vector<std::pair<std::size_t, std::size_t>>{{1, 2}, {2, 2}}));
+  ASSERT_TRUE(fs::exists(out / "pk.csv"));
+  // Stopped inside the second unit, after its first pass.
+  TempDir stopped("_stopped");
+  CountedHooks stop;
+  stop.stop_at = forward_passes(trials, 1024) + 1;
+  EXPECT_THROW(passkey_run(run_, "1024", {0, 1}, trials, 1, (stopped / "pk.csv").string(), false, {}, stop.hooks()),
+               HookStop);
+  EXPECT_EQ(stop.units.size(), 1u);
+  EXPECT_TRUE(snapshot(stopped.path).empty());
+}
+
+TEST_F(RunHooks, probe_calls_its_hooks_and_a_throw_writes_nothing) {
+  TempDir out;
+  ProbeOptions o;
+  o.runs = {run_};
+  o.lengths = "1x,1024";
+  o.window = 4;
+  o.max_windows = 2 * eval_batch(1024);  // two passes at 1024
+  o.csv = (out / "probe.csv").string();
+  CountedHooks c;
+  o.hooks = c.hooks();
+  probe_runs(o);
+  // Per length min(max_windows, windows) windows; the phase statistics read every window of the training
+  // length 16.
+  const int64_t val = int64_t(load_trained_run(run_, "1x").corpus.val.size()) - 1;
+  const int lengths_passes = forward_passes(std::min<int64_t>(o.max_windows, val / 16), 16) +
+                             forward_passes(std::min<int64_t>(o.max_windows, val / 1024), 1024);
+  ASSERT_GT(forward_passes(val / 16, 16), 1);
+  EXPECT_EQ(c.passes, lengths_passes + forward_passes(val / 16, 16));
+  EXPECT_EQ(c.units, (std::vector<std::pair<std::size_t, std::size_t>>{{1, 3}, {2, 3}, {3, 3}}));
+  ASSERT_TRUE(fs::exists(out / "probe.csv"));
+  // Stopped in the 1024 length's passes, and again in the phase statistics: nothing written either time.
+  for (int stop_at : {2, lengths_passes + 1}) {
+    TempDir stopped("_stopped_" + std::to_string(stop_at));
+    CountedHooks stop;
+    stop.stop_at = stop_at;
+    o.hooks = stop.hooks();
+    o.csv = (stopped / "probe.csv").string();
+    EXPECT_THROW(probe_runs(o), HookStop);
+    EXPECT_TRUE(snapshot(stopped.path).empty()) << stop_at;
+  }
 }
 
 }  // namespace

@@ -14,7 +14,8 @@
 
 namespace routelab::runs {
 
-EvalResult evaluate(nn::ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L, std::vector<float>* kept) {
+EvalResult evaluate(nn::ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L, std::vector<float>* kept,
+                    const std::function<void()>& after_pass) {
   EvalResult r;
   r.eval_len = L;
   r.windows = stream.size() > 0 ? int64_t(stream.size() - 1) / L : 0;
@@ -34,6 +35,7 @@ EvalResult evaluate(nn::ModelBackend& model, const std::vector<uint8_t>& stream,
           bin_nats[k] += losses[b * L + t];
           total_nats += losses[b * L + t];
         }
+    if (after_pass) after_pass();
   });
   r.tokens = r.windows * L;
   r.bits_per_byte = total_nats / double(r.tokens) / std::log(2.0);

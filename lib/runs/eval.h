@@ -42,10 +42,22 @@ struct EvalResult {
 // every training step's.
 inline constexpr uint64_t kEvalPass = uint64_t(1) << 36;
 
+// What long evaluation work calls from its loop, so that a caller can report
+// progress and stop it (the Python module's progress callbacks and Ctrl-C):
+// after_pass after every forward pass, after_unit(done, total) after each
+// of its units (passkey_run: a length and depth; probe_runs: a run at one
+// length, and its phase statistics). Either may throw to stop the work; a
+// command that writes files has then written nothing.
+struct WorkHooks {
+  std::function<void()> after_pass = nullptr;
+  std::function<void(std::size_t done, std::size_t total)> after_unit = nullptr;
+};
+
 // `losses`, when given, gets every scored position's loss (nats) appended,
 // window by window, position by position (routelab eval --losses).
+// after_pass, when given, is called after each forward pass (WorkHooks).
 EvalResult evaluate(nn::ModelBackend& model, const std::vector<uint8_t>& stream, int64_t L,
-                    std::vector<float>* losses = nullptr);
+                    std::vector<float>* losses = nullptr, const std::function<void()>& after_pass = nullptr);
 // The same on a CPU model the caller holds.
 EvalResult evaluate(nn::Model<float>& model, const std::vector<uint8_t>& stream, int64_t L);
 

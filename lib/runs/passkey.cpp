@@ -30,7 +30,7 @@ std::string passkey_csv_header() {
 }
 
 PasskeyResult passkey_eval(nn::ModelBackend& model, int vocab, const std::vector<uint8_t>& text, int64_t L,
-                           double depth, int trials, uint64_t seed) {
+                           double depth, int trials, uint64_t seed, const std::function<void()>& after_pass) {
   PasskeyResult r;
   r.eval_len = L;
   r.depth = depth;
@@ -64,6 +64,7 @@ PasskeyResult passkey_eval(nn::ModelBackend& model, int vocab, const std::vector
       digits_right += right;
       all_right += right == data::kPasskeyDigits;
     }
+    if (after_pass) after_pass();
   }
   r.accuracy = double(all_right) / trials;
   r.digit_accuracy = double(digits_right) / (double(trials) * data::kPasskeyDigits);
@@ -73,7 +74,7 @@ PasskeyResult passkey_eval(nn::ModelBackend& model, int vocab, const std::vector
 
 std::string passkey_run(const std::string& run_dir, const std::string& lengths_text, const std::vector<double>& depths,
                         int trials, uint64_t seed, const std::string& out_csv, bool progress,
-                        const nn::BackendFactory& backend) {
+                        const nn::BackendFactory& backend, const WorkHooks& hooks) {
   const auto start = std::chrono::steady_clock::now();
   for (double d : depths)
     if (!(d >= 0 && d <= 1)) throw ConfigError("--depths: each depth must be a fraction in [0, 1]");
@@ -92,15 +93,18 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
       throw ConfigError(fmt::format("--lengths: {} is too short for a passkey window; accepted: at least {}", L,
                                     passkey_min_length()));
   std::string rows;
+  const std::size_t units = run.lengths.size() * depths.size();
+  std::size_t done = 0;
   for (int64_t L : run.lengths)
     for (double d : depths) {
-      const PasskeyResult r = passkey_eval(*model, c.model.vocab, run.corpus.val, L, d, trials, seed);
+      const PasskeyResult r = passkey_eval(*model, c.model.vocab, run.corpus.val, L, d, trials, seed, hooks.after_pass);
       rows += fmt::format("{},{},{},{},{},{},{},{},{}\n", c.model.scheme, c.train.seed, c.model.context, L,
                           format_number(d), trials, format_number(r.accuracy), format_number(r.digit_accuracy),
                           format_number(r.key_bits));
       if (progress)
         fmt::print(stderr, "passkey {} L={} depth={}: {:.2f} retrieved, {:.2f} of digits\n", run_dir, L, d,
                    r.accuracy, r.digit_accuracy);
+      if (hooks.after_unit) hooks.after_unit(++done, units);
     }
   const std::string csv = passkey_csv_header() + rows;
   files.set(out_csv, csv);

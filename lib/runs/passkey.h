@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,9 @@ struct PasskeyResult {
 using data::passkey_min_length;
 using data::passkey_sample;
 
+// after_pass, when given, is called after each forward pass (WorkHooks).
 PasskeyResult passkey_eval(nn::ModelBackend& model, int vocab, const std::vector<uint8_t>& text, int64_t L,
-                           double depth, int trials, uint64_t seed);
+                           double depth, int trials, uint64_t seed, const std::function<void()>& after_pass = nullptr);
 
 std::string passkey_csv_header();
 // FILE.csv -> FILE-passkey.csv (an experiment's passkey CSV beside its eval CSV)
@@ -40,9 +42,10 @@ std::string passkey_path(const std::string& eval_csv);
 // Runs every length x depth for a trained run; writes FILE (columns scheme,
 // seed, train_len, eval_len, depth, trials, accuracy, digit_accuracy,
 // key_bits_per_byte) and its sidecar. Returns the CSV text. `backend` says
-// where the model runs (empty: the CPU).
+// where the model runs (empty: the CPU); `hooks` are called from its loop,
+// one unit per length and depth, and when one throws nothing is written.
 std::string passkey_run(const std::string& run_dir, const std::string& lengths, const std::vector<double>& depths,
                         int trials, uint64_t seed, const std::string& out_csv, bool progress,
-                        const nn::BackendFactory& backend = {});
+                        const nn::BackendFactory& backend = {}, const WorkHooks& hooks = {});
 
 }  // namespace routelab::runs

@@ -385,6 +385,7 @@ std::string probe_runs(const ProbeOptions& o) {
   if (o.max_windows < 1) throw ConfigError("--max-windows: must be at least 1");
   if (o.window < 0) throw ConfigError(fmt::format("--window: {} must be at least 1", o.window));
   // Every run's configuration, lengths and window are checked before any work.
+  std::size_t units = 0, done = 0;
   for (const auto& dir : o.runs) {
     const RunConfig c = load_run_dir_config(dir);
     std::vector<int64_t> lengths;
@@ -402,7 +403,14 @@ std::string probe_runs(const ProbeOptions& o) {
                                     W, dir, shortest));
     if (!fs::exists(checkpoint_path(dir)))
       throw RunDirError(fmt::format("{} holds no checkpoint yet; train it first (routelab train --resume)", dir));
+    units += lengths.size() + 1;
   }
+  const auto after_pass = [&](int64_t, int) {
+    if (o.hooks.after_pass) o.hooks.after_pass();
+  };
+  const auto after_unit = [&] {
+    if (o.hooks.after_unit) o.hooks.after_unit(++done, units);
+  };
 
   OutputFiles files("probe");
   for (const auto& dir : o.runs) files.input(config_path(dir)), files.input(checkpoint_path(dir));
@@ -430,7 +438,7 @@ std::string probe_runs(const ProbeOptions& o) {
       std::vector<HeadProbe> heads(std::size_t(layers) * H);
       model.set_attention_observer(probe_observer<float>(heads.data(), W));
       // evaluate()'s windows and pass ids: the same bytes, the same random angles.
-      forward_windows(model, val, L, windows, [](int64_t, int) {});
+      forward_windows(model, val, L, windows, after_pass);
       model.set_attention_observer(nullptr);
       for (int l = 0; l < layers; ++l)
         for (int h = 0; h < H; ++h) {
@@ -446,6 +454,7 @@ std::string probe_runs(const ProbeOptions& o) {
       per_length.push_back({{"eval_len", L}, {"windows", windows}, {"seconds", secs}});
       if (o.progress)
         fmt::print(stderr, "probe {} L={}: {} windows in {:.1f} s\n", dir, L, windows, secs);
+      after_unit();
     }
 
     std::vector<double> freq(256, 0.0);
@@ -469,7 +478,7 @@ std::string probe_runs(const ProbeOptions& o) {
         if (hh_w) reflections.add(layer, hh_w, hh_beta, s);
         else shares.add(layer, q, k, s);
       });
-      forward_windows(model, val, T, int64_t(val.size() - 1) / T, [](int64_t, int) {});
+      forward_windows(model, val, T, int64_t(val.size() - 1) / T, after_pass);
       model.set_angle_observer(nullptr);
       model.set_attention_observer(nullptr);
       phase_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -498,6 +507,7 @@ std::string probe_runs(const ProbeOptions& o) {
               median, max, g.source, format_number(g.beta_init), window_text(g.mixing_window_init), median_init,
               reflects || phase_secs == 0 ? std::string() : format_number(share[std::size_t(l) * nb + g.block]));
     }
+    after_unit();
     runs_json.push_back({{"run", dir},
                          {"checkpoint_step", run.step},
                          {"config", to_json(c)},

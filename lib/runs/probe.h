@@ -45,6 +45,7 @@
 
 #include "nn/attention.h"
 #include "nn/model.h"
+#include "runs/eval.h"
 
 namespace routelab::runs {
 
@@ -206,6 +207,8 @@ struct ProbeOptions {
   double eps = 0.05;
   std::string csv;  // FILE.csv; angles go to FILE-angles.csv, phases to FILE-phases.csv
   bool progress = false;
+  // Units: each run at each length, then its phase statistics (one more per run).
+  WorkHooks hooks;
 };
 
 std::string probe_csv_header();

@@ -64,9 +64,9 @@ def _flags(kwargs):
 
 def sim(name, *, progress=None, **flags):
     """Runs simulation `name` as `routelab sim NAME --flag value ...` does and returns its rows as
-    {column: numpy array}: float64 for the measured values (estimate, stderr, ci_low, ci_high, theory; empty
-    cells are NaN), int64 for a flag's column that holds integers only, float64 for other numbers, str for
-    text.
+    {column: numpy array}: float64 for the measured values (estimate, stderr, ci_low, ci_high, theory: the
+    doubles the simulation computed, handed over without a copy, the CSV's numbers bit for bit; empty cells
+    are NaN), int64 for a flag's column that holds integers only, float64 for other numbers, str for text.
 
     Keyword arguments are the CLI's flags (rope_base for --rope-base); a list sweeps a flag as a comma list
     does; samples, seed, threads, out (a CSV file plus its FILE.json sidecar, written whole) and shard as in
@@ -162,24 +162,28 @@ class Run:
         """Bits per byte at each length as `routelab eval` computes them, without writing files: {"lengths":
         columns eval_len, windows, tokens, bits_per_byte, ppl; "positions": the position bins; with losses=True
         "losses": {L: array (windows, L) of every position's loss in nats}}. progress(done, total) after each
-        length."""
+        length; Ctrl-C stops it after any forward pass (KeyboardInterrupt)."""
         return _need_core()._evaluate(self.path, _flag_text("lengths", lengths), losses, threads, progress)
 
-    def probe(self, lengths="1x,2x,4x,8x,16x,32x,64x", *, window=0, max_windows=4, eps=0.05, csv=None, threads=0):
+    def probe(self, lengths="1x,2x,4x,8x,16x,32x,64x", *, window=0, max_windows=4, eps=0.05, csv=None, threads=0,
+              progress=None):
         """`routelab probe`: {"rows": far mass and Proposition 3's bound per layer, head and length; "angles":
         each block's beta and mixing window; "phases": cross-block phase statistics}. Writes its CSVs as the
-        CLI does (csv, default RUN/probe.csv, and its -angles, -phases and .json companions)."""
+        CLI does (csv, default RUN/probe.csv, and its -angles, -phases and .json companions). progress(done,
+        total) after each length and after the phase statistics; Ctrl-C stops it after any forward pass
+        (KeyboardInterrupt), and then no file is written."""
         csv = csv or _os.path.join(self.path, "probe.csv")
         return _need_core()._probe([self.path], _flag_text("lengths", lengths), window, max_windows, eps,
-                                   _os.fspath(csv), threads)
+                                   _os.fspath(csv), threads, progress)
 
     def passkey(self, lengths="1x,2x,4x,8x,16x,32x,64x", *, depths=(0, 0.25, 0.5, 0.75, 1), trials=20, seed=1,
-                out=None, threads=0):
+                out=None, threads=0, progress=None):
         """`routelab passkey`: retrieval accuracy per length and depth (columns as its CSV; written to out,
-        default RUN/passkey.csv)."""
+        default RUN/passkey.csv). progress(done, total) after each length and depth; Ctrl-C stops it after any
+        forward pass (KeyboardInterrupt), and then no file is written."""
         out = out or _os.path.join(self.path, "passkey.csv")
         return _need_core()._passkey(self.path, _flag_text("lengths", lengths), [float(d) for d in depths], trials,
-                                     seed, _os.fspath(out), threads)
+                                     seed, _os.fspath(out), threads, progress)
 
     def export(self, out):
         """`routelab export`: the weights as a .safetensors file (docs/export.md), which

@@ -76,6 +76,28 @@ class Simulations(unittest.TestCase):
                                    **{k.replace("-", "_"): v for k, v in flags.items()})
                 same_as_cli(self, two, cli)
 
+    def test_measured_columns_are_the_cli_numbers_bit_for_bit(self):
+        # The measured values are the doubles the simulation computed, handed to NumPy (no text in between):
+        # the CLI's CSV, parsed, has the same bits (shortest round-trip text; an empty cell is the one quiet
+        # NaN), and the same seed gives the same bits at one and two threads.
+        for name in ("spectral-gap", "moment-decay", "score-tail", "value-transport"):
+            with self.subTest(sim=name):
+                flags = self.FLAGS[name]
+                cli, one = self.run_both(name, flags, 300, 1)
+                two = routelab.sim(name, samples=300, seed=7, threads=2,
+                                   **{k.replace("-", "_"): v for k, v in flags.items()})
+                names, rows = cli_columns(cli)
+                for col in ("estimate", "stderr", "ci_low", "ci_high", "theory"):
+                    j = names.index(col)
+                    parsed = np.array([math.nan if r[j] == "" else float(r[j]) for r in rows])
+                    a = one[col]
+                    self.assertEqual(a.dtype, np.float64)
+                    self.assertEqual(type(a.base).__name__, "PyCapsule", "the array owns the C++ buffer")
+                    self.assertTrue(np.array_equal(a.view(np.uint64), parsed.view(np.uint64)), (col, a, parsed))
+                    self.assertTrue(np.array_equal(two[col].view(np.uint64), a.view(np.uint64)), col)
+                self.assertTrue(any(np.isnan(one[c]).any() for c in ("stderr", "theory", "ci_low")),
+                                "an empty cell among the measured columns, so NaN is compared too")
+
     def test_python_values_as_flags(self):
         # Lists sweep, numbers print as the CLI reads them.
         cols = routelab.sim("moment-decay", family="so2", d=2, a=[0.5, 1.0], n=[1, 5], eps=0.1, samples=200, seed=7)

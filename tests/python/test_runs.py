@@ -10,6 +10,8 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
+import time
 import unittest
 
 import numpy as np
@@ -118,6 +120,56 @@ class Runs(unittest.TestCase):
         rows = rt.mixing_windows(st, eps=0.05, stream=val)
         self.assertEqual([r["mixing_window"] for r in rows], list(angles["mixing_window"]))
         self.assertLess(max(abs(r["beta"] - b) for r, b in zip(rows, angles["beta"])), 1e-9)
+
+    def test_probe_and_passkey_report_progress(self):
+        with tempfile.TemporaryDirectory() as d:
+            seen = []
+            self.py_run.probe("1x,2x", window=4, max_windows=2, csv=os.path.join(d, "probe.csv"),
+                              progress=lambda *a: seen.append(("probe",) + a))
+            self.py_run.passkey("128", depths=[0, 1], trials=2, out=os.path.join(d, "pk.csv"),
+                                progress=lambda *a: seen.append(("passkey",) + a))
+        # probe: each length, then the phase statistics; passkey: each length and depth.
+        self.assertEqual(seen, [("probe", 1, 3), ("probe", 2, 3), ("probe", 3, 3), ("passkey", 1, 2),
+                                ("passkey", 2, 2)])
+
+    def test_ctrl_c_stops_eval_probe_and_passkey_and_writes_nothing(self):
+        # SIGINT from a progress callback: the callback raises KeyboardInterrupt after the first unit.
+        def interrupt(done, total):
+            if done == 1:
+                os.kill(os.getpid(), signal.SIGINT)
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(KeyboardInterrupt):
+                self.py_run.probe("1x,2x", window=4, max_windows=2, csv=os.path.join(d, "probe.csv"),
+                                  progress=interrupt)
+            with self.assertRaises(KeyboardInterrupt):
+                self.py_run.passkey("128", depths=[0, 1], trials=2, out=os.path.join(d, "pk.csv"), progress=interrupt)
+            with self.assertRaises(KeyboardInterrupt):
+                self.py_run.eval("1x,2x", progress=interrupt)
+            self.assertEqual(os.listdir(d), [])
+
+    def test_ctrl_c_stops_passkey_between_forward_passes(self):
+        # SIGINT from another thread 0.1 s into the second unit (128 trials at 1024 bytes: 16 passes of 8
+        # windows): the library's check after each pass stops the work a pass later, where a check between
+        # units alone would wait out the unit; nothing is written. Times are compared within the run: the
+        # stop comes in under half the time the first unit took.
+        times = {}
+
+        def send_sigint():
+            times["sent"] = time.perf_counter()
+            os.kill(os.getpid(), signal.SIGINT)
+
+        def progress(done, total):
+            if done == 1:
+                times["unit"] = time.perf_counter() - times["start"]
+                threading.Timer(0.1, send_sigint).start()
+        with tempfile.TemporaryDirectory() as d:
+            times["start"] = time.perf_counter()
+            with self.assertRaises(KeyboardInterrupt):
+                self.py_run.passkey("1024", depths=[0, 1], trials=128, out=os.path.join(d, "pk.csv"), threads=1,
+                                    progress=progress)
+            stopped = time.perf_counter()
+            self.assertEqual(os.listdir(d), [])
+        self.assertLess(stopped - times["sent"], times["unit"] / 2, times)
 
     def test_refusals_write_nothing(self):
         bad = config_dict(self.corpus, scheme="nosuch")
