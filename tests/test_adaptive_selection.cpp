@@ -23,7 +23,7 @@ AdaptiveSelectionConfig config(long long M, double eps) {
 }
 
 // A copy: callers pass the rows of a call, a temporary that dies with the statement.
-SimRow row(const std::vector<SimRow>& rows, const std::string& prefix) {
+SimRow row_with_prefix(const std::vector<SimRow>& rows, const std::string& prefix) {
   for (const auto& r : rows)
     if (r.quantity.rfind(prefix, 0) == 0) return r;
   throw std::runtime_error("no row " + prefix);
@@ -34,11 +34,11 @@ SimRow row(const std::vector<SimRow>& rows, const std::string& prefix) {
 TEST(AdaptiveSelection, CounterexampleDefeatsTheorem7) {
   const auto rows = adaptive_selection_rows(config(1000, 0.3), adaptive_selection_context(60));
   for (const auto& r : rows) EXPECT_NE(r.verdict, Verdict::fail) << r.quantity << " = " << r.estimate;
-  EXPECT_EQ(row(rows, "violation_frequency_adaptive").verdict, Verdict::pass);
-  EXPECT_EQ(row(rows, "violation_frequency_adaptive").estimate, 1.0);
-  EXPECT_EQ(row(rows, "exceedance_frequency_nonadaptive").verdict, Verdict::pass);
-  EXPECT_EQ(row(rows, "min_abs_t_adaptive").verdict, Verdict::pass);
-  EXPECT_EQ(row(rows, "selected_count_mean").verdict, Verdict::pass);
+  EXPECT_EQ(row_with_prefix(rows, "violation_frequency_adaptive").verdict, Verdict::pass);
+  EXPECT_EQ(row_with_prefix(rows, "violation_frequency_adaptive").estimate, 1.0);
+  EXPECT_EQ(row_with_prefix(rows, "exceedance_frequency_nonadaptive").verdict, Verdict::pass);
+  EXPECT_EQ(row_with_prefix(rows, "min_abs_t_adaptive").verdict, Verdict::pass);
+  EXPECT_EQ(row_with_prefix(rows, "selected_count_mean").verdict, Verdict::pass);
 }
 
 // Chernoff at M = 200, p = 0.0955 (true tail about 6e-3, bound 0.092); the
@@ -47,19 +47,19 @@ TEST(AdaptiveSelection, CounterexampleDefeatsTheorem7) {
 TEST(AdaptiveSelection, ChernoffTailAndPlantedExponentFails) {
   const auto cfg = config(200, 0.3);
   const auto rows = adaptive_selection_rows(cfg, adaptive_selection_context(20000));
-  EXPECT_EQ(row(rows, "chernoff_tail").verdict, Verdict::pass);
-  EXPECT_EQ(row(rows, "min_abs_t_adaptive").verdict, Verdict::pass);
-  EXPECT_EQ(row(rows, "violation_frequency_adaptive").verdict, Verdict::none);  // the bound exceeds 1 at N = 19
+  EXPECT_EQ(row_with_prefix(rows, "chernoff_tail").verdict, Verdict::pass);
+  EXPECT_EQ(row_with_prefix(rows, "min_abs_t_adaptive").verdict, Verdict::pass);
+  EXPECT_EQ(row_with_prefix(rows, "violation_frequency_adaptive").verdict, Verdict::none);  // the bound exceeds 1 at N = 19
   AdaptiveSelectionTheory planted;
   planted.chernoff = [](long long M, double p) { return std::exp(-double(M) * p / 2.0); };
-  EXPECT_EQ(row(adaptive_selection_rows(cfg, adaptive_selection_context(20000), planted), "chernoff_tail").verdict, Verdict::fail);
+  EXPECT_EQ(row_with_prefix(adaptive_selection_rows(cfg, adaptive_selection_context(20000), planted), "chernoff_tail").verdict, Verdict::fail);
 }
 
 // Planted: the mean sin(eps)/eps as a lower bound on every |t|; the least of 200 trials falls below it.
 TEST(AdaptiveSelection, PlantedLowerBoundFails) {
   AdaptiveSelectionTheory planted;
   planted.min_abs_t = [](double eps) { return std::sin(eps) / eps; };
-  EXPECT_EQ(row(adaptive_selection_rows(config(1000, 0.3), adaptive_selection_context(200), planted), "min_abs_t_adaptive").verdict, Verdict::fail);
+  EXPECT_EQ(row_with_prefix(adaptive_selection_rows(config(1000, 0.3), adaptive_selection_context(200), planted), "min_abs_t_adaptive").verdict, Verdict::fail);
 }
 
 // Where Theorem 7's bound cannot be violated (raised past 1), the negative control does not pass.
@@ -67,8 +67,8 @@ TEST(AdaptiveSelection, NegativeControlNeedsAViolableBound) {
   AdaptiveSelectionTheory planted;
   planted.separate = [](double, long long, double, double, int, double) { return 1.5; };
   const auto rows = adaptive_selection_rows(config(1000, 0.3), adaptive_selection_context(60), planted);
-  EXPECT_NE(row(rows, "violation_frequency_adaptive").verdict, Verdict::pass);
-  EXPECT_EQ(row(rows, "violation_frequency_adaptive").estimate, 0.0);
+  EXPECT_NE(row_with_prefix(rows, "violation_frequency_adaptive").verdict, Verdict::pass);
+  EXPECT_EQ(row_with_prefix(rows, "violation_frequency_adaptive").estimate, 0.0);
 }
 
 TEST(AdaptiveSelection, BadInputNamesTheFlag) {

@@ -25,7 +25,7 @@ SimContext far_mass_context(long long samples) {
 }
 
 // A copy: callers pass the rows of a call, a temporary that dies with the statement.
-SimRow row(const std::vector<SimRow>& rows, const std::string& result, const std::string& quantity,
+SimRow far_mass_row(const std::vector<SimRow>& rows, const std::string& result, const std::string& quantity,
                   const std::string& ml = "") {
   for (const auto& r : rows) {
     if (r.result != result || r.quantity != quantity) continue;
@@ -111,9 +111,9 @@ TEST(FarMass, Prop1ShortcutAgreesWithTheAccumulator) {
 TEST(FarMass, BoundsHoldWithExtremalEquality) {
   const auto rows = far_mass_bound_rows(FarMassBounds{}, point(3, 2), far_mass_context(4000));
   for (const auto& r : rows) EXPECT_NE(r.verdict, Verdict::fail) << r.result << " " << r.quantity << " = " << r.estimate;
-  EXPECT_EQ(row(rows, kP1, "far_mass_violations").estimate, 0);
-  EXPECT_LE(row(rows, kP4, "extremal_equality_error").estimate, 1e-12);
-  EXPECT_LE(row(rows, "B.11", "extremal_equality_error").estimate, 1e-12);
+  EXPECT_EQ(far_mass_row(rows, kP1, "far_mass_violations").estimate, 0);
+  EXPECT_LE(far_mass_row(rows, kP4, "extremal_equality_error").estimate, 1e-12);
+  EXPECT_LE(far_mass_row(rows, "B.11", "extremal_equality_error").estimate, 1e-12);
   for (const auto& r : rows)
     if (r.quantity.find("max_relative_excess") != std::string::npos) {
       EXPECT_LE(r.estimate, 1e-12) << r.quantity;
@@ -124,16 +124,16 @@ TEST(FarMass, BoundsHoldWithExtremalEquality) {
 TEST(FarMass, PlantedProp3WithSingleLambdaFails) {
   FarMassBounds wrong;
   wrong.far_mass_lower = [](double M, double K, double lambda) { return M / (M + K * std::exp(lambda)); };
-  EXPECT_EQ(row(far_mass_bound_rows(wrong, point(1, 2), far_mass_context(2000)), kP3, "far_mass_violations").verdict, Verdict::fail);
+  EXPECT_EQ(far_mass_row(far_mass_bound_rows(wrong, point(1, 2), far_mass_context(2000)), kP3, "far_mass_violations").verdict, Verdict::fail);
   auto law = make_step_law(params_for("householder", {{"d", "4"}}));
-  EXPECT_EQ(row(far_mass_route_rows(*law, wrong, point(1, 2), far_mass_context(2)), kP3, "extremal_equality_error", "1000").verdict, Verdict::fail);
+  EXPECT_EQ(far_mass_row(far_mass_route_rows(*law, wrong, point(1, 2), far_mass_context(2)), kP3, "extremal_equality_error", "1000").verdict, Verdict::fail);
 }
 
 // Planted: Proposition 1's a_D bound with sqrt(M) dropped (e^{-lambda g}/K).
 TEST(FarMass, PlantedProp1WithoutSqrtMFails) {
   FarMassBounds wrong;
   wrong.far_norm_upper = [](double M, double K, double lambda_gap) { return std::exp(-lambda_gap) / K; };
-  EXPECT_EQ(row(far_mass_bound_rows(wrong, point(1, 2), far_mass_context(2000)), kP1, "far_norm_violations").verdict, Verdict::fail);
+  EXPECT_EQ(far_mass_row(far_mass_bound_rows(wrong, point(1, 2), far_mass_context(2000)), kP1, "far_norm_violations").verdict, Verdict::fail);
 }
 
 // Planted: Proposition 1's rho bound at twice the spread.
@@ -142,7 +142,7 @@ TEST(FarMass, PlantedProp1TooTightFails) {
   wrong.far_mass_upper = [](double M, double K, double lambda_gap) {
     return theory::prop1_far_mass_upper(M, K, 2 * lambda_gap);
   };
-  EXPECT_EQ(row(far_mass_bound_rows(wrong, point(1, 2), far_mass_context(2000)), kP1, "far_mass_violations").verdict, Verdict::fail);
+  EXPECT_EQ(far_mass_row(far_mass_bound_rows(wrong, point(1, 2), far_mass_context(2000)), kP1, "far_mass_violations").verdict, Verdict::fail);
 }
 
 // Planted: Proposition 4 squared, (1 - rho)^2; B.11 without its (1 - gamma).
@@ -151,10 +151,10 @@ TEST(FarMass, PlantedProp4AndB11Fail) {
   wrong.near_signal_upper = [](double rho) { return (1 - rho) * (1 - rho); };
   wrong.near_gain_lower = [](double rho, double gamma) { return 1 - rho; };
   const auto rows = far_mass_bound_rows(wrong, point(2, 2), far_mass_context(2000));
-  EXPECT_EQ(row(rows, kP4, "near_signal_norm_violations").verdict, Verdict::fail);
-  EXPECT_EQ(row(rows, kP4, "extremal_equality_error").verdict, Verdict::fail);
-  EXPECT_EQ(row(rows, "B.11", "near_gain_violations").verdict, Verdict::fail);
-  EXPECT_EQ(row(rows, "B.12", "sandwich_violations").verdict, Verdict::fail);
+  EXPECT_EQ(far_mass_row(rows, kP4, "near_signal_norm_violations").verdict, Verdict::fail);
+  EXPECT_EQ(far_mass_row(rows, kP4, "extremal_equality_error").verdict, Verdict::fail);
+  EXPECT_EQ(far_mass_row(rows, "B.11", "near_gain_violations").verdict, Verdict::fail);
+  EXPECT_EQ(far_mass_row(rows, "B.12", "sandwich_violations").verdict, Verdict::fail);
 }
 
 // ---- the streamed far set ----
@@ -164,8 +164,8 @@ TEST(FarMass, RouteRowsPassAndExtremalsAreExact) {
   const auto rows = far_mass_route_rows(*law, FarMassBounds{}, point(2, 3), far_mass_context(2));
   for (const auto& r : rows) EXPECT_NE(r.verdict, Verdict::fail) << r.result << " " << r.quantity << " = " << r.estimate;
   // Far mass grows with M_L and stays above Proposition 3.
-  EXPECT_LT(row(rows, kP3, "far_mass", "10").estimate, row(rows, kP3, "far_mass", "5000").estimate);
-  EXPECT_LE(row(rows, kP1, "extremal_equality_error", "5000").estimate, 1e-12);
+  EXPECT_LT(far_mass_row(rows, kP3, "far_mass", "10").estimate, far_mass_row(rows, kP3, "far_mass", "5000").estimate);
+  EXPECT_LE(far_mass_row(rows, kP1, "extremal_equality_error", "5000").estimate, 1e-12);
 }
 
 // The chunked stream equals one walk of K + M_L steps, read in full.

@@ -22,7 +22,7 @@ SimContext random_variant_context(long long samples, int threads = 2) {
 }
 
 // A copy: callers pass the rows of a call, a temporary that dies with the statement.
-SimRow row(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& key,
+SimRow variant_row(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& key,
                   const std::string& value) {
   for (const auto& r : rows)
     if (r.quantity == quantity && cell(r, key) == value) return r;
@@ -68,11 +68,11 @@ TEST(RandomVariant, BlocksWindowsAndMeanScorePass) {
   EXPECT_EQ(count_verdict(rows, "mean_score", Verdict::pass), 3);
   EXPECT_EQ(count_verdict(rows, "blocks_carrying_gap", Verdict::pass), 3);
   // Windows 27 and 276 fall inside the walk, 2763 and 1.6e9 do not.
-  EXPECT_EQ(row(rows, "mixing_window_b", "block", "0").verdict, Verdict::pass);
-  EXPECT_EQ(row(rows, "mixing_window_b", "block", "4").verdict, Verdict::pass);
-  EXPECT_EQ(row(rows, "mixing_window_b", "block", "31").verdict, Verdict::none);
+  EXPECT_EQ(variant_row(rows, "mixing_window_b", "block", "0").verdict, Verdict::pass);
+  EXPECT_EQ(variant_row(rows, "mixing_window_b", "block", "4").verdict, Verdict::pass);
+  EXPECT_EQ(variant_row(rows, "mixing_window_b", "block", "31").verdict, Verdict::none);
   // At n = 1000 the 25 slowest blocks still carry the gap (beta_b^n > 0.01).
-  EXPECT_EQ(row(rows, "blocks_carrying_gap", "n", "1000").theory.value(), 25);
+  EXPECT_EQ(variant_row(rows, "blocks_carrying_gap", "n", "1000").theory.value(), 25);
 }
 
 // Planted: cos f_b instead of sin f_b / f_b (E S_n 0.864 / 0.740 / 0.616

@@ -17,6 +17,7 @@
 
 using namespace routelab;
 using routelab::testing::cell;
+using routelab::testing::expect_no_failures;
 using routelab::testing::params_for;
 using routelab::testing::PlantedLaw;
 
@@ -40,11 +41,6 @@ int count_verdict(const std::vector<SimRow>& rows, Verdict verdict) {
   return k;
 }
 
-void expect_no_failures(const std::vector<SimRow>& rows) {
-  for (const auto& r : rows)
-    EXPECT_NE(r.verdict, Verdict::fail) << r.result << " " << r.quantity << " n=" << cell(r, "n") << " s=" << cell(r, "s")
-                                 << ": " << r.estimate << " vs " << r.theory.value_or(NAN);
-}
 
 std::vector<SimRow> householder_rows(const ScoreTailTheory& theory = paper_score_tail_theory()) {
   auto law = make_step_law(params_for("householder", {{"d", "16"}}));

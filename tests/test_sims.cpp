@@ -5,12 +5,15 @@
 #include <cmath>
 
 #include "planted_law.h"
+#include "sim_cells.h"
 #include "sims/runner.h"
 #include "sims/sim.h"
 #include "theory/step_gaps.h"
 #include "theory/trace_moments.h"
 
 using namespace routelab;
+using routelab::testing::expect_no_failures;
+using routelab::testing::find_row;
 using routelab::testing::params_for;
 using routelab::testing::PlantedLaw;
 
@@ -18,21 +21,6 @@ namespace {
 
 SimContext sims_context(long long samples, uint64_t seed = 3) {
   return SimContext{seed, 2, samples, 0};  // seed, threads, samples, point
-}
-
-// A copy: callers pass the rows of a call, a temporary that dies with the statement.
-SimRow row(const std::vector<SimRow>& rows, const std::string& quantity, const std::string& n = "") {
-  for (const auto& r : rows) {
-    if (r.quantity != quantity) continue;
-    if (n.empty()) return r;
-    for (const auto& [k, v] : r.cells)
-      if (k == "n" && v == n) return r;
-  }
-  throw std::runtime_error("no row " + quantity + " " + n);
-}
-
-void expect_no_failures(const std::vector<SimRow>& rows, const std::string& what) {
-  for (const auto& r : rows) EXPECT_NE(r.verdict, Verdict::fail) << what << ": " << r.quantity << " = " << r.estimate;
 }
 
 // ---- spectral-gap ----
@@ -51,7 +39,7 @@ TEST(SpectralGap, ClosedFormsPass) {
   };
   for (const auto& p : cases) {
     const auto rows = spectral_gap_rows(*make_step_law(p), sims_context(40000));
-    EXPECT_EQ(row(rows, "beta").verdict, Verdict::pass) << p.at("family") << " d=" << p.at("d");
+    EXPECT_EQ(find_row(rows, "beta").verdict, Verdict::pass) << p.at("family") << " d=" << p.at("d");
   }
 }
 
@@ -61,14 +49,14 @@ TEST(SpectralGap, PlantedWrongHouseholderMeanFails) {
   const int d = 5;
   PlantedLaw law(make_step_law(params_for("householder", {{"d", "5"}})));
   law.mean_ = Mat((1.0 - 1.0 / d) * Mat::Identity(d, d));
-  EXPECT_EQ(row(spectral_gap_rows(law, sims_context(40000)), "beta").verdict, Verdict::fail);
+  EXPECT_EQ(find_row(spectral_gap_rows(law, sims_context(40000)), "beta").verdict, Verdict::fail);
 }
 
 // Example 1's planted error: cos a instead of sin a / a (0.30 apart at a = 1).
 TEST(SpectralGap, PlantedWrongSo2MeanFails) {
   PlantedLaw law(make_step_law(params_for("so2", {{"d", "2"}, {"a", "1"}})));
   law.mean_ = Mat(std::cos(1.0) * Mat::Identity(2, 2));
-  EXPECT_EQ(row(spectral_gap_rows(law, sims_context(20000)), "beta").verdict, Verdict::fail);
+  EXPECT_EQ(find_row(spectral_gap_rows(law, sims_context(20000)), "beta").verdict, Verdict::fail);
 }
 
 // Example 3's planted error: 1 - (1 - sin a/a)/d, 0.0198 away at d = 8, a = 1;
@@ -76,14 +64,14 @@ TEST(SpectralGap, PlantedWrongSo2MeanFails) {
 TEST(SpectralGap, PlantedWrongGivensMeanFails) {
   PlantedLaw law(make_step_law(params_for("givens", {{"d", "8"}, {"a", "1"}})));
   law.mean_ = Mat((1.0 - (1.0 - std::sin(1.0)) / 8.0) * Mat::Identity(8, 8));
-  EXPECT_EQ(row(spectral_gap_rows(law, sims_context(100000)), "beta").verdict, Verdict::fail);
+  EXPECT_EQ(find_row(spectral_gap_rows(law, sims_context(100000)), "beta").verdict, Verdict::fail);
 }
 
 // The split-sample norm is not biased up by noise where E M = 0 (Haar), unlike
 // the norm of the noisy mean.
 TEST(SpectralGap, SplitNormIsNotBiasedUpward) {
   auto law = make_step_law(params_for("haar", {{"d", "8"}, {"group", "o"}}));
-  const auto& beta = row(spectral_gap_rows(*law, sims_context(20000)), "beta");
+  const auto& beta = find_row(spectral_gap_rows(*law, sims_context(20000)), "beta");
   EXPECT_LT(std::abs(beta.estimate), 5 * beta.stderr_);
 }
 
@@ -101,7 +89,7 @@ TEST(MomentDecay, Theorem3AndWindowsPass) {
 // Theorem 3 is strict for the non-normal example: ||E P_8|| = 0.4068 < beta^8 = 0.7079.
 TEST(MomentDecay, NonNormalIsStrictlyBelowBetaPower) {
   auto law = make_step_law(params_for("nonnormal", {{"d", "3"}}));
-  const auto& r = row(moment_decay_rows(*law, {8}, {0.1}, sims_context(40000)), "norm_mean_product", "8");
+  const auto& r = find_row(moment_decay_rows(*law, {8}, {0.1}, sims_context(40000)), "norm_mean_product", "8");
   EXPECT_NEAR(r.estimate, 0.4068, 5 * r.stderr_ + 1e-3);
   EXPECT_LT(r.ci_high, *r.theory);
 }
@@ -111,7 +99,7 @@ TEST(MomentDecay, PlantedTooSmallGapFails) {
   PlantedLaw law(make_step_law(params_for("householder", {{"d", "8"}})));
   law.gap_ = 0.8 * 0.75;
   const auto rows = moment_decay_rows(law, {1, 4}, {0.1}, sims_context(20000));
-  EXPECT_EQ(row(rows, "norm_mean_product", "4").verdict, Verdict::fail);
+  EXPECT_EQ(find_row(rows, "norm_mean_product", "4").verdict, Verdict::fail);
 }
 
 // Planted: a wrong E M makes the window arithmetic and the entries disagree.
@@ -119,7 +107,7 @@ TEST(MomentDecay, PlantedWrongMeanFailsEntries) {
   PlantedLaw law(make_step_law(params_for("so2", {{"d", "2"}, {"a", "1"}})));
   law.mean_ = Mat(std::cos(1.0) * Mat::Identity(2, 2));
   const auto rows = moment_decay_rows(law, {1, 4}, {0.1}, sims_context(20000));
-  EXPECT_EQ(row(rows, "max_entry_z_vs_power_of_mean", "4").verdict, Verdict::fail);
+  EXPECT_EQ(find_row(rows, "max_entry_z_vs_power_of_mean", "4").verdict, Verdict::fail);
 }
 
 // ---- haar-mixing ----
@@ -128,8 +116,8 @@ TEST(HaarMixing, UniformNormalsMixAndMomentsMatchProposition2) {
   auto law = make_step_law(params_for("householder", {{"d", "6"}}));
   const auto rows = haar_mixing_rows(*law, {1, 5, 40}, sims_context(8000));
   expect_no_failures(rows, "householder d=6");
-  EXPECT_EQ(row(rows, "first_n_indistinguishable_from_haar").verdict, Verdict::pass);
-  EXPECT_NEAR(*row(rows, "mean_trace_squared", "5").theory, theory::householder_uniform_trace_moments(6, 5).second, 1e-12);
+  EXPECT_EQ(find_row(rows, "first_n_indistinguishable_from_haar").verdict, Verdict::pass);
+  EXPECT_NEAR(*find_row(rows, "mean_trace_squared", "5").theory, theory::householder_uniform_trace_moments(6, 5).second, 1e-12);
 }
 
 // Remark 3: coordinate normals never reach the Haar law; the check passes
@@ -138,15 +126,15 @@ TEST(HaarMixing, CoordinateNormalsVisiblyFailToMix) {
   auto law = make_step_law(params_for("householder", {{"d", "8"}, {"normals", "coordinate"}}));
   const auto rows = haar_mixing_rows(*law, {1, 10, 40}, sims_context(8000));
   expect_no_failures(rows, "coordinate d=8");
-  EXPECT_EQ(row(rows, "first_n_indistinguishable_from_haar").verdict, Verdict::pass);
-  EXPECT_NEAR(row(rows, "mean_trace_squared", "40").estimate, 8.0, 0.3);
+  EXPECT_EQ(find_row(rows, "first_n_indistinguishable_from_haar").verdict, Verdict::pass);
+  EXPECT_NEAR(find_row(rows, "mean_trace_squared", "40").estimate, 8.0, 0.3);
 }
 
 // Planted: claiming that coordinate normals mix must fail.
 TEST(HaarMixing, PlantedClaimThatCoordinateNormalsMixFails) {
   PlantedLaw law(make_step_law(params_for("householder", {{"d", "8"}, {"normals", "coordinate"}})));
   law.limit_ = HaarLimit::yes;
-  EXPECT_EQ(row(haar_mixing_rows(law, {1, 40}, sims_context(8000)), "first_n_indistinguishable_from_haar").verdict, Verdict::fail);
+  EXPECT_EQ(find_row(haar_mixing_rows(law, {1, 40}, sims_context(8000)), "first_n_indistinguishable_from_haar").verdict, Verdict::fail);
 }
 
 // Planted: Proposition 2's second moment for coordinate normals (the two laws
@@ -155,16 +143,16 @@ TEST(HaarMixing, PlantedWrongSecondMomentFails) {
   PlantedLaw law(make_step_law(params_for("householder", {{"d", "8"}, {"normals", "coordinate"}})));
   law.second_ = theory::householder_uniform_second_moment(8);
   const auto rows = haar_mixing_rows(law, {10, 40}, sims_context(8000));
-  EXPECT_EQ(row(rows, "mean_trace", "40").verdict, Verdict::pass);
-  EXPECT_EQ(row(rows, "mean_trace_squared", "40").verdict, Verdict::fail);
+  EXPECT_EQ(find_row(rows, "mean_trace", "40").verdict, Verdict::pass);
+  EXPECT_EQ(find_row(rows, "mean_trace_squared", "40").verdict, Verdict::fail);
 }
 
 // The determinant component of a fixed det -1 law alternates.
 TEST(HaarMixing, DeterminantComponentAlternates) {
   auto law = make_step_law(params_for("householder", {{"d", "4"}}));
   const auto rows = haar_mixing_rows(*law, {3, 4}, sims_context(2000));
-  EXPECT_EQ(row(rows, "det_plus_fraction", "3").estimate, 0.0);
-  EXPECT_EQ(row(rows, "det_plus_fraction", "4").estimate, 1.0);
+  EXPECT_EQ(find_row(rows, "det_plus_fraction", "3").estimate, 0.0);
+  EXPECT_EQ(find_row(rows, "det_plus_fraction", "4").estimate, 1.0);
 }
 
 // ---- the runner ----

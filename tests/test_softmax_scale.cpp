@@ -20,7 +20,7 @@ SimContext scale_context(long long samples) {
 }
 
 // A copy: callers pass the rows of a call, a temporary that dies with the statement.
-SimRow row(const std::vector<SimRow>& rows, const std::string& quantity, Kind kind) {
+SimRow scale_row(const std::vector<SimRow>& rows, const std::string& quantity, Kind kind) {
   for (const auto& r : rows)
     if (r.quantity == quantity && r.kind == kind) return r;
   throw std::runtime_error("no row " + quantity + " " + to_string(kind));
@@ -38,7 +38,7 @@ SoftmaxScalePoint point(int K, long long M, double rho, double a, double gap) {
 // lambda g >= 9.8522; there the extremal configuration gives rho = 0.05, a = 0.00158.
 TEST(SoftmaxScale, ReferenceExample) {
   const auto rows = softmax_scale_rows(SoftmaxScaleTheory{}, point(1, 1000, 0.05, 0.01, 1.0), scale_context(50));
-  const double lambda = row(rows, "extremal_smallest_lambda", Kind::exact).estimate;
+  const double lambda = scale_row(rows, "extremal_smallest_lambda", Kind::exact).estimate;
   EXPECT_NEAR(lambda, 9.8522, 1e-4);
   EXPECT_NEAR(lambda, theory::prop1_required_lambda_gap(1000, 1, 0.05, 0.01), 1e-12);
   FarMassAccumulator acc;
@@ -54,11 +54,11 @@ TEST(SoftmaxScale, ReferenceExample) {
 TEST(SoftmaxScale, ATermBindingSeparatesExactFromThreshold) {
   const auto rows = softmax_scale_rows(SoftmaxScaleTheory{}, point(2, 1000, 0.05, 0.001, 0.5), scale_context(100));
   for (const auto& r : rows) EXPECT_NE(r.verdict, Verdict::fail) << r.quantity << " = " << r.estimate;
-  const auto& exact = row(rows, "extremal_smallest_lambda", Kind::exact);
-  const auto& threshold = row(rows, "required_lambda", Kind::trend);
+  const auto& exact = scale_row(rows, "extremal_smallest_lambda", Kind::exact);
+  const auto& threshold = scale_row(rows, "required_lambda", Kind::trend);
   EXPECT_LT(exact.estimate, threshold.estimate - 0.01);
-  EXPECT_GT(row(rows, "required_lambda_a_term", Kind::trend).estimate, row(rows, "required_lambda_rho_term", Kind::trend).estimate);
-  EXPECT_LE(row(rows, "random_smallest_lambda_all_instances", Kind::upper).estimate, threshold.estimate);
+  EXPECT_GT(scale_row(rows, "required_lambda_a_term", Kind::trend).estimate, scale_row(rows, "required_lambda_rho_term", Kind::trend).estimate);
+  EXPECT_LE(scale_row(rows, "random_smallest_lambda_all_instances", Kind::upper).estimate, threshold.estimate);
 }
 
 // A near and a far score one apart: rho = a = 1/(1 + e^lambda) <= rho* iff
@@ -79,9 +79,9 @@ TEST(SoftmaxScale, PlantedWrongThresholdFails) {
   };
   wrong.extremal_lambda_gap = wrong.required_lambda_gap;
   const auto rows = softmax_scale_rows(wrong, point(1, 1000, 0.05, 0.01, 0.5), scale_context(200));
-  EXPECT_EQ(row(rows, "extremal_smallest_lambda", Kind::upper).verdict, Verdict::fail);
-  EXPECT_EQ(row(rows, "extremal_smallest_lambda", Kind::exact).verdict, Verdict::fail);
-  EXPECT_EQ(row(rows, "random_smallest_lambda_all_instances", Kind::upper).verdict, Verdict::fail);
+  EXPECT_EQ(scale_row(rows, "extremal_smallest_lambda", Kind::upper).verdict, Verdict::fail);
+  EXPECT_EQ(scale_row(rows, "extremal_smallest_lambda", Kind::exact).verdict, Verdict::fail);
+  EXPECT_EQ(scale_row(rows, "random_smallest_lambda_all_instances", Kind::upper).verdict, Verdict::fail);
 }
 
 TEST(SoftmaxScale, BadInputForEveryFlag) {

@@ -8,9 +8,12 @@
 
 #include "attention/value_transport.h"
 #include "sims/value_transport.h"
+#include "sim_cells.h"
 #include "theory/value_bounds.h"
 
 using namespace routelab;
+using routelab::testing::expect_no_failures;
+using routelab::testing::find_row;
 
 namespace {
 
@@ -24,17 +27,6 @@ Params flags(std::initializer_list<std::pair<const std::string, std::string>> se
   for (const auto& f : find_sim("value-transport").flags) p[f.name] = f.default_value;
   for (const auto& [k, v] : set) p[k] = v;
   return p;
-}
-
-// A copy: callers pass the rows of a call, a temporary that dies with the statement.
-SimRow row(const std::vector<SimRow>& rows, const std::string& quantity) {
-  for (const auto& r : rows)
-    if (r.quantity == quantity) return r;
-  throw std::runtime_error("no row " + quantity);
-}
-
-void expect_no_failures(const std::vector<SimRow>& rows) {
-  for (const auto& r : rows) EXPECT_NE(r.verdict, Verdict::fail) << r.result << " " << r.quantity << " = " << r.estimate;
 }
 
 }  // namespace
@@ -126,9 +118,9 @@ TEST(ValueTransport, CoherenceRowsPass) {
                {"weights", weights}}));
     const auto rows = value_transport_rows(cfg, value_transport_context(20));
     expect_no_failures(rows);
-    EXPECT_EQ(row(rows, "block_structure_max_deviation").verdict, Verdict::pass);
-    EXPECT_EQ(row(rows, "max_b_q_position_only").verdict, Verdict::pass);
-    EXPECT_EQ(row(rows, "mean_max_t_accumulated").verdict, Verdict::pass);
+    EXPECT_EQ(find_row(rows, "block_structure_max_deviation").verdict, Verdict::pass);
+    EXPECT_EQ(find_row(rows, "max_b_q_position_only").verdict, Verdict::pass);
+    EXPECT_EQ(find_row(rows, "mean_max_t_accumulated").verdict, Verdict::pass);
   }
 }
 
@@ -140,15 +132,15 @@ TEST(ValueTransport, CovarianceExactAndPlantedNoiseTermFails) {
     const auto cfg = value_transport_config(flags({{"part", "covariance"}, {"blocks", "3"}, {"a", "1"}, {"w", "1"},
                                                    {"L", "40"}, {"rho", "0.9"}, {"c0", "0.3"}, {"weights", weights}}));
     const auto rows = value_transport_rows(cfg, value_transport_context(20000));
-    EXPECT_EQ(row(rows, "max_entry_z_qkv_covariance").verdict, Verdict::pass) << weights;
-    EXPECT_EQ(row(rows, "max_entry_z_qk_only_covariance").verdict, Verdict::pass) << weights;
+    EXPECT_EQ(find_row(rows, "max_entry_z_qkv_covariance").verdict, Verdict::pass) << weights;
+    EXPECT_EQ(find_row(rows, "max_entry_z_qk_only_covariance").verdict, Verdict::pass) << weights;
     ValueTransportTheory planted;
     planted.covariance = [](const Eigen::MatrixXd& T, double c0, double, double) {
       return Eigen::MatrixXd(c0 * c0 * T * T.transpose());
     };
     const auto bad = value_transport_rows(cfg, value_transport_context(20000), planted);
-    EXPECT_EQ(row(bad, "max_entry_z_qkv_covariance").verdict, Verdict::fail) << weights;
-    EXPECT_EQ(row(bad, "max_entry_z_qk_only_covariance").verdict, Verdict::fail) << weights;
+    EXPECT_EQ(find_row(bad, "max_entry_z_qkv_covariance").verdict, Verdict::fail) << weights;
+    EXPECT_EQ(find_row(bad, "max_entry_z_qk_only_covariance").verdict, Verdict::fail) << weights;
   }
 }
 
@@ -158,9 +150,9 @@ TEST(ValueTransport, SeparatePathBoundsPassWhereInformative) {
         flags({{"part", "bound"}, {"blocks", "8"}, {"a", "2"}, {"w", "9"}, {"L", "5008"}, {"weights", weights}}));
     const auto rows = value_transport_rows(cfg, value_transport_context(40));
     expect_no_failures(rows);
-    EXPECT_EQ(row(rows, "exceedance_frequency_max_t_over_bound").verdict, Verdict::pass);
-    EXPECT_EQ(row(rows, "exceedance_frequency_covariance_over_bound").verdict, Verdict::pass);
-    EXPECT_EQ(row(rows, "vacuous_fraction_bound_ge_rho_D").estimate, 0.0) << weights;
+    EXPECT_EQ(find_row(rows, "exceedance_frequency_max_t_over_bound").verdict, Verdict::pass);
+    EXPECT_EQ(find_row(rows, "exceedance_frequency_covariance_over_bound").verdict, Verdict::pass);
+    EXPECT_EQ(find_row(rows, "vacuous_fraction_bound_ge_rho_D").estimate, 0.0) << weights;
   }
 }
 
@@ -171,14 +163,14 @@ TEST(ValueTransport, SeparatePathBoundsPassWhereInformative) {
 TEST(ValueTransport, PlantedTheorem7WithoutNestedFactorFails) {
   const auto cfg = value_transport_config(
       flags({{"part", "bound"}, {"blocks", "8"}, {"a", "0.3"}, {"w", "400"}, {"L", "5400"}, {"weights", "uniform"}}));
-  EXPECT_EQ(row(value_transport_rows(cfg, value_transport_context(40)), "exceedance_frequency_max_t_over_bound").verdict, Verdict::pass);
+  EXPECT_EQ(find_row(value_transport_rows(cfg, value_transport_context(40)), "exceedance_frequency_max_t_over_bound").verdict, Verdict::pass);
   ValueTransportTheory planted;
   planted.separate = [](double beta, long long w, double rho, double a, int blocks, double eta) {
     return theory::separate_path_bound(beta, w, rho, a, blocks, eta) * (1.0 - beta);
   };
   const auto rows = value_transport_rows(cfg, value_transport_context(40), planted);
-  EXPECT_EQ(row(rows, "exceedance_frequency_max_t_over_bound").verdict, Verdict::fail);
-  EXPECT_EQ(row(rows, "exceedance_frequency_covariance_over_bound").verdict, Verdict::fail);
+  EXPECT_EQ(find_row(rows, "exceedance_frequency_max_t_over_bound").verdict, Verdict::fail);
+  EXPECT_EQ(find_row(rows, "exceedance_frequency_covariance_over_bound").verdict, Verdict::fail);
 }
 
 // Theorem 7 with a smaller constant (1/2 instead of 4) at the default regime's beta.
@@ -189,7 +181,7 @@ TEST(ValueTransport, PlantedTheorem7SmallerConstantFails) {
   planted.separate = [](double beta, long long w, double rho, double a, int blocks, double eta) {
     return std::pow(beta, double(w)) * rho + 0.5 * a / (1.0 - beta) * std::sqrt(std::log(4.0 * blocks / eta));
   };
-  EXPECT_EQ(row(value_transport_rows(cfg, value_transport_context(40), planted), "exceedance_frequency_max_t_over_bound").verdict, Verdict::fail);
+  EXPECT_EQ(find_row(value_transport_rows(cfg, value_transport_context(40), planted), "exceedance_frequency_max_t_over_bound").verdict, Verdict::fail);
 }
 
 // Theorem 6 in its informative regime (lambda / sqrt(2B) = 0.5); planted: R_same
@@ -199,14 +191,14 @@ TEST(ValueTransport, SamePathBoundPassesAndPlantedFails) {
       {{"part", "bound"}, {"blocks", "32"}, {"a", "2"}, {"w", "9"}, {"L", "20008"}, {"lambda", "4"}, {"weights", "same"}}));
   const auto rows = value_transport_rows(cfg, value_transport_context(20));
   expect_no_failures(rows);
-  EXPECT_EQ(row(rows, "exceedance_frequency_max_t_over_bound").result, "Theorem 6");
-  EXPECT_EQ(row(rows, "vacuous_fraction_bound_ge_rho_D").estimate, 0.0);
+  EXPECT_EQ(find_row(rows, "exceedance_frequency_max_t_over_bound").result, "Theorem 6");
+  EXPECT_EQ(find_row(rows, "vacuous_fraction_bound_ge_rho_D").estimate, 0.0);
   ValueTransportTheory planted;
   planted.same = [](double lambda, int blocks, double beta, long long w, double rho, double a, double eta) {
     return std::exp(2.0 * lambda / blocks) *
            (std::pow(beta, double(w)) * rho + a / (1.0 - beta) * std::sqrt(std::log(4.0 * blocks / eta)));
   };
-  EXPECT_EQ(row(value_transport_rows(cfg, value_transport_context(20), planted), "exceedance_frequency_max_t_over_bound").verdict, Verdict::fail);
+  EXPECT_EQ(find_row(value_transport_rows(cfg, value_transport_context(20), planted), "exceedance_frequency_max_t_over_bound").verdict, Verdict::fail);
 }
 
 TEST(ValueTransport, SameRowsAtOneAndTwoThreads) {
