@@ -30,6 +30,9 @@ py::array_t<double> matrix_array(const Mat& m) {
   return owned_array(std::move(v), {py::ssize_t(m.rows()), py::ssize_t(m.cols())});
 }
 
+// A closed form the law may not have: its array, or None.
+py::object matrix_or_none(const std::optional<Mat>& m) { return m ? py::object(matrix_array(*m)) : py::none(); }
+
 // One law's parameter point: the family's flags at their defaults, then the
 // given ones; a flag the family does not read is refused as `routelab sim`
 // refuses it.
@@ -180,20 +183,10 @@ void bind_families(py::module_& m) {
                              "the closed forms in words, as `routelab families` prints them")
       .def_property_readonly("gap", [](const Law& l) { return l.law->gap(); },
                              "beta = ||E M||_op from the closed form (Assumption 1), or None")
-      .def_property_readonly(
-          "mean",
-          [](const Law& l) -> py::object {
-            const auto m = l.law->mean();
-            return m ? py::object(matrix_array(*m)) : py::none();
-          },
-          "the closed-form E[M] (d x d), or None")
-      .def_property_readonly(
-          "second_moment",
-          [](const Law& l) -> py::object {
-            const auto m = l.law->second_moment();
-            return m ? py::object(matrix_array(*m)) : py::none();
-          },
-          "the closed-form E[M (x) M] (d^2 x d^2), or None")
+      .def_property_readonly("mean", [](const Law& l) { return matrix_or_none(l.law->mean()); },
+                             "the closed-form E[M] (d x d), or None")
+      .def_property_readonly("second_moment", [](const Law& l) { return matrix_or_none(l.law->second_moment()); },
+                             "the closed-form E[M (x) M] (d^2 x d^2), or None")
       .def("products", &products, py::arg("lengths"), py::arg("samples"), py::arg("seed") = 1, py::arg("threads") = 0,
            "P_n = M_n ... M_1 at each walk length n of `lengths` (ascending), for `samples` walks: an array "
            "(samples, len(lengths), d, d). Walk i reads Philox stream i of `seed` (a simulation's point 0), so "

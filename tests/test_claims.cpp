@@ -286,6 +286,8 @@ TEST(ClaimsCsv, ProbeWindowsJoinTheirRunsSettings) {
     EXPECT_NE(std::string(e.what()).find("window 400 in an earlier probe CSV and 401 in"), std::string::npos) << e.what();
   }
   expect_refusal(run_routelab("claims e.csv --windows e.csv", t.path, t.path), "e.csv.json is not a probe's sidecar");
+  expect_refusal(run_routelab("claims e.csv --windows none.csv", t.path, t.path),
+                 "cannot read none.csv.json (its sidecar); --windows takes probe CSVs");
   const auto ok = run_routelab("claims e.csv --windows p.csv", t.path, t.path);
   ASSERT_EQ(ok.status, 0) << ok.err;
   EXPECT_NE(ok.out.find("window_beyond_t_degrades random_qk           default                          1 no "),

@@ -243,9 +243,11 @@ ClaimResult judge(const std::vector<SeedMargin>& margins) {
 
 namespace {
 
-std::string slurp_or_refuse(const std::string& path, const std::string& what) {
+// `accepted` says what the flag takes, for the refusal.
+std::string slurp_or_refuse(const std::string& path, const std::string& what,
+                            const char* accepted = "pass experiment CSVs, each with its FILE.json") {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw ClaimsError(fmt::format("claims: cannot read {} ({}); pass experiment CSVs, each with its FILE.json", path, what));
+  if (!f) throw ClaimsError(fmt::format("claims: cannot read {} ({}); {}", path, what, accepted));
   return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
@@ -327,6 +329,8 @@ std::optional<T> field(const nlohmann::json& object, const char* key) {
   }
 }
 
+constexpr const char* kProbeInputs = "--windows takes probe CSVs, each with FILE.json and FILE-angles.csv";
+
 // One run of a probe's sidecar.
 struct ProbedRun {
   std::string dir, scheme;
@@ -337,7 +341,7 @@ struct ProbedRun {
 
 // Each probed run's window into its setting.
 void read_windows(std::vector<SettingReadings>& settings, const std::string& probe_csv, const Config& reference) {
-  const auto side = nlohmann::json::parse(slurp_or_refuse(probe_csv + ".json", "its sidecar"), nullptr, false);
+  const auto side = nlohmann::json::parse(slurp_or_refuse(probe_csv + ".json", "its sidecar", kProbeInputs), nullptr, false);
   if (side.is_discarded() || field<std::string>(side, "command") != "probe" || !side.contains("runs") ||
       !side["runs"].is_array())
     throw ClaimsError(fmt::format("claims: {}.json is not a probe's sidecar (`routelab probe --csv`)", probe_csv));
@@ -357,7 +361,7 @@ void read_windows(std::vector<SettingReadings>& settings, const std::string& pro
     probed.push_back({*dir, *scheme, *seed, *context, flatten_config(config, probe_csv)});
   }
   const std::string angles_path = runs::probe_angles_path(probe_csv);
-  const CsvTable t = parse_csv(slurp_or_refuse(angles_path, "the probe's angles CSV"), angles_path);
+  const CsvTable t = parse_csv(slurp_or_refuse(angles_path, "the probe's angles CSV", kProbeInputs), angles_path);
   // Rows name their run; angles CSVs written before the run column existed
   // name it by scheme and seed, unique within one probe.
   const int c_run = t.column("run"), c_scheme = t.column("scheme"), c_seed = t.column("seed"),
