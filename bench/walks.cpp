@@ -38,23 +38,11 @@
 #include "bench/panel_gemm.h"
 #include "groups/so2_phases.h"
 #include "groups/walk.h"
+#include "base/build.h"
 #include "base/normal_log.h"
 #include "rng/stream.h"
 
 using namespace routelab;
-
-// The widest vector extension the compiler was allowed (-march or -m flags).
-static const char* build_isa() {
-#if defined(__AVX512F__)
-  return "avx512";
-#elif defined(__AVX2__)
-  return "avx2";
-#elif defined(__x86_64__)
-  return "x86-64";
-#else
-  return "other";
-#endif
-}
 
 static double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();

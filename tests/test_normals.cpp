@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "io/table.h"
+#include "base/build.h"
 #include "base/normal_log.h"
 #include "rng/stream.h"
 #include "stats/chi2.h"
@@ -252,4 +255,28 @@ TEST(Normals, SidecarsNameTheLogTheNormalsUse) {
   EXPECT_EQ(j.at("normal_log").get<std::string>(), std::string(normal_log_path()));
   EXPECT_TRUE(j.at("normal_log") == "libmvec-avx512" || j.at("normal_log") == "libmvec-avx2" ||
               j.at("normal_log") == "scalar");
+}
+
+// And the vector extension the build was compiled for (this test is compiled
+// with the library's flags, so its own macros must agree) and the CPU, as
+// /proc/cpuinfo names it: what else a training run's last bits follow.
+TEST(Normals, SidecarsNameTheBuildIsaAndTheCpu) {
+  const auto j = nlohmann::json::parse(sidecar_text("x.csv", nlohmann::json::object(), 0.0));
+#if defined(__AVX512F__)
+  EXPECT_EQ(j.at("build_isa"), "avx512");
+#elif defined(__AVX2__)
+  EXPECT_EQ(j.at("build_isa"), "avx2");
+#else
+  EXPECT_TRUE(j.at("build_isa") == "x86-64" || j.at("build_isa") == "other");
+#endif
+  const std::string cpu = j.at("cpu").get<std::string>();
+  EXPECT_EQ(cpu, host_cpu_name());
+  std::ifstream in("/proc/cpuinfo");
+  const std::string info((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (info.find("model name") == std::string::npos) {
+    EXPECT_EQ(cpu, "unknown");
+  } else {
+    EXPECT_NE(cpu, "unknown");
+    EXPECT_NE(info.find(": " + cpu + "\n"), std::string::npos) << cpu;
+  }
 }

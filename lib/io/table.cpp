@@ -1,5 +1,6 @@
 #include "io/table.h"
 
+#include "base/build.h"
 #include "base/normal_log.h"
 #include "base/version.h"
 #include "io/output.h"
@@ -81,6 +82,8 @@ std::string sidecar_text(const std::string& csv_path, const nlohmann::json& conf
   j["version"] = ROUTELAB_VERSION_STRING;
   j["git_revision"] = ROUTELAB_GIT_REV;
   j["normal_log"] = normal_log_path();  // the normals' last bits depend on it
+  j["build_isa"] = build_isa();         // and FMA contraction and the vector kernels on this
+  j["cpu"] = host_cpu_name();
   j["wall_seconds"] = wall_seconds;
   j["csv"] = csv_path;
   return j.dump(2) + "\n";
