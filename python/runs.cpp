@@ -156,7 +156,7 @@ void bind_runs(py::module_& m) {
         out["angles"] = csv_to_arrays(read_text(runs::probe_angles_path(csv)),
                                       {"frequency", "eps", "beta", "drift", "beta_init"});
         out["phases"] = csv_to_arrays(read_text(runs::probe_phases_path(csv)),
-                                      {"mean_cos", "variance_ratio", "mean_abs_corr"});
+                                      {"mean_cos", "variance_ratio", "mean_abs_corr", "mean_cos_iid"});
         return out;
       },
       py::arg("runs"), py::arg("lengths"), py::arg("window"), py::arg("max_windows"), py::arg("eps"), py::arg("csv"),

@@ -305,6 +305,86 @@ TEST(nn_probe, reflection_stats_follow_example_2) {
 
 // A block's share is its E|q_b| E|k_b| over the layer's sum: q and k
 // carrying (3, 4) in block 0 and (0, 1) in block 1 give 25 : 1.
+// The measured mean cosine against the i.i.d. prediction Re h^n: i.i.d.
+// U(-1, 1) steps give sin(1)^n (8 blocks x 20 x 390 pairs, correlated along
+// a window: the two agree within 0.03 at n = 10, where both are 0.18).
+// Planted: each step taken twice in a row (psi_{2m+1} = psi_{2m}) keeps the
+// harmonic, so the prediction, but X(10) then sums five doubled steps
+// ((sin 2 / 2)^5) or four and two halves (sin^2 1 (sin 2 / 2)^4), half the
+// pairs each: 0.025. The measured cosine must leave the prediction.
+TEST(nn_probe, phase_stats_measure_the_transport_the_iid_law_predicts) {
+  const int nb = 8, T = 400, B = 20;
+  auto row = [&](bool doubled) {
+    PhaseStats stats(1, nb, {10});
+    std::vector<double> theta(std::size_t(B) * T * nb);
+    Stream s(11, doubled);
+    for (int b = 0; b < B; ++b) {
+      std::vector<double> sum(nb, 0.0), step(nb, 0.0);
+      for (int t = 0; t < T; ++t)
+        for (int j = 0; j < nb; ++j) {
+          if (!doubled || t % 2 == 0) step[j] = s.uniform(-1.0, 1.0);
+          sum[j] += step[j];
+          theta[(std::size_t(b) * T + t) * nb + j] = std::remainder(sum[j], 2 * M_PI);
+        }
+    }
+    stats.add(0, theta.data(), B, T);
+    return stats.rows()[0];
+  };
+  const PhaseRow iid = row(false), doubled = row(true);
+  EXPECT_NEAR(iid.mean_cos_iid, std::pow(std::sin(1.0), 10), 0.03);
+  EXPECT_NEAR(iid.mean_cos, iid.mean_cos_iid, 0.03);
+  EXPECT_NEAR(doubled.mean_cos_iid, std::pow(std::sin(1.0), 10), 0.03);
+  const double h2 = std::sin(2.0) / 2;
+  EXPECT_NEAR(doubled.mean_cos, 0.5 * (std::pow(h2, 5) + std::pow(std::sin(1.0), 2) * std::pow(h2, 4)), 0.02);
+  EXPECT_GT(doubled.mean_cos_iid - doubled.mean_cos, 0.1);
+}
+
+// Householder transport measured as (1/d) tr P_n. Reflections alternating
+// between the axes e_0 and e_1 of R^8 give exact products: P_1 flips one
+// axis (tr 6), P_2 both (tr 4), P_4 neither (tr 8), while the i.i.d. law of
+// the same steps (M = diag(0, 0, 1, ...)) predicts 6/8 at every n. Isotropic
+// i.i.d. reflections give (1 - 2/8)^n both ways (20000 products a distance,
+// trace standard error about 0.01).
+TEST(nn_probe, reflection_transport_against_the_iid_prediction) {
+  const int hd = 8, T = 100;
+  const nn::AttentionShape s{2, T, 1, hd};
+  auto rows = [&](bool isotropic) {
+    ReflectionStats stats(1, 1, hd, {1, 2, 4}, 1);
+    std::vector<float> w(std::size_t(s.B) * T * hd, 0.0f), beta(std::size_t(s.B) * T, 2.0f);
+    Stream rng(6, 0);
+    for (int rep = 0; rep < (isotropic ? 100 : 1); ++rep) {
+      for (int64_t r = 0; r < s.B * T; ++r) {
+        float* v = w.data() + r * hd;
+        if (!isotropic) {
+          std::fill(v, v + hd, 0.0f), v[r % 2] = 1.0f;
+          continue;
+        }
+        double n = 0;
+        for (int j = 0; j < hd; ++j) v[j] = float(rng.normal()), n += double(v[j]) * v[j];
+        for (int j = 0; j < hd; ++j) v[j] = float(v[j] / std::sqrt(n));
+      }
+      stats.add(0, w.data(), beta.data(), s);
+    }
+    return stats.rows();
+  };
+  const auto axes = rows(false);
+  ASSERT_EQ(axes.size(), 3u);
+  const double exact[] = {6.0 / 8, 4.0 / 8, 1.0};
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(axes[k].pairs, 2 * (T - 4));  // starts j with j + 4 < T, in both windows
+    EXPECT_EQ(axes[k].blocks, hd);
+    EXPECT_NEAR(axes[k].mean_cos, exact[k], 1e-6);
+    EXPECT_NEAR(axes[k].mean_cos_iid, 6.0 / 8, 1e-12);
+    EXPECT_TRUE(std::isnan(axes[k].variance_ratio));
+  }
+  const auto isotropic = rows(true);
+  for (const PhaseRow& r : isotropic) {
+    const double law = std::pow(1 - 2.0 / hd, double(r.distance));
+    EXPECT_NEAR(r.mean_cos_iid, law, 0.01);
+    EXPECT_NEAR(r.mean_cos, law, 0.03);
+  }
+}
+
 TEST(nn_probe, block_shares_weigh_each_block_by_its_norms) {
   const nn::AttentionShape s{1, 3, 2, 4};
   std::vector<double> q(24), k(24);
@@ -379,6 +459,17 @@ TEST(nn_cli, probe_reads_householder_directions_and_block_shares) {
   }
   EXPECT_EQ(householder, 1 * 2 * 8);
   EXPECT_NEAR(shares, 1.0, 1e-12);
+  // Both runs' transport, measured beside its i.i.d. prediction, per layer and distance.
+  const CsvTable ph = parse_csv(slurp(tmp / "p-phases.csv"), "p-phases.csv");
+  const int prun = ph.column("run"), measured = ph.column("mean_cos"), iid = ph.column("mean_cos_iid");
+  int hrows = 0, rrows = 0;
+  for (const auto& row : ph.rows) {
+    (row[prun] == "h" ? hrows : rrows) += 1;
+    EXPECT_LE(std::abs(std::stod(row[measured])), 1.0 + 1e-9);
+    EXPECT_LE(std::abs(std::stod(row[iid])), 1.0 + 1e-9);
+  }
+  EXPECT_EQ(hrows, int(phase_distances(16).size()));  // one layer
+  EXPECT_EQ(rrows, hrows);
 }
 
 TEST(nn_cli, probe_refuses_bad_input_before_writing) {

@@ -199,11 +199,12 @@ void PhaseStats::add(int layer, const double* theta, int B, int T) {
   std::vector<double> x(nb);
   for (int b = 0; b < B; ++b) {
     const double* th = theta + int64_t(b) * T * nb;
-    // psi_t = theta_t - theta_{t-1} up to 2 pi (theta_{-1} = 0): the wrap
-    // does not change e^{i psi}.
-    for (int64_t t = 0; t < T; ++t)
-      for (int j = 0; j < nb; ++j) steps[j] += std::polar(1.0, th[t * nb + j] - (t > 0 ? th[(t - 1) * nb + j] : 0.0));
-    steps_[layer] += T;
+    // psi_t = theta_t - theta_{t-1} up to 2 pi: the wrap does not change
+    // e^{i psi}. From t = 1: the transport from j to i > j sums psi_{j+1..i},
+    // so theta_0 (RoPE's 0) is no step of any.
+    for (int64_t t = 1; t < T; ++t)
+      for (int j = 0; j < nb; ++j) steps[j] += std::polar(1.0, th[t * nb + j] - th[(t - 1) * nb + j]);
+    steps_[layer] += T - 1;
     for (std::size_t k = 0; k < distances_.size(); ++k) {
       const int64_t n = distances_[k];
       const std::size_t at = std::size_t(layer) * distances_.size() + k;
@@ -232,11 +233,15 @@ std::vector<std::complex<double>> PhaseStats::step_harmonics() const {
 std::vector<PhaseStats::Row> PhaseStats::rows() const {
   std::vector<Row> out;
   const int nb = nb_;
+  const std::vector<std::complex<double>> harmonics = step_harmonics();
   for (int l = 0; l < layers_; ++l)
     for (std::size_t k = 0; k < distances_.size(); ++k) {
       const std::size_t at = std::size_t(l) * distances_.size() + k;
       const double n = double(pairs_[at]);
-      Row r{l, distances_[k], pairs_[at], 0, 0.0, 0.0, 0.0};
+      Row r{l, distances_[k], pairs_[at], 0, 0.0, 0.0, 0.0, 0.0};
+      // X_b(n) = cos of a sum of n steps: for i.i.d. steps E X_b = Re h_b^n.
+      for (int b = 0; b < nb; ++b)
+        r.mean_cos_iid += std::real(std::pow(harmonics[std::size_t(l) * nb + b], double(distances_[k]))) / nb;
       if (pairs_[at] == 0) {
         out.push_back(r);
         continue;
@@ -261,13 +266,16 @@ std::vector<PhaseStats::Row> PhaseStats::rows() const {
   return out;
 }
 
-ReflectionStats::ReflectionStats(int layers, int heads, int hd)
-    : layers_(layers), heads_(heads), hd_(hd), sum_(std::size_t(layers) * heads * hd * hd, 0.0),
-      steps_(std::size_t(layers) * heads, 0) {}
+ReflectionStats::ReflectionStats(int layers, int heads, int hd, std::vector<int64_t> distances, int64_t start_stride)
+    : layers_(layers), heads_(heads), hd_(hd), distances_(std::move(distances)),
+      start_stride_(std::max<int64_t>(1, start_stride)), sum_(std::size_t(layers) * heads * hd * hd, 0.0),
+      steps_(std::size_t(layers) * heads, 0), trace_sum_(std::size_t(layers) * heads * distances_.size(), 0.0),
+      products_(std::size_t(layers) * distances_.size(), 0) {}
 
 template <class R>
 void ReflectionStats::add(int layer, const R* w, const R* beta, nn::AttentionShape s) {
   const int64_t hd = s.hd;
+  const int64_t longest = distances_.empty() ? 0 : *std::max_element(distances_.begin(), distances_.end());
   for (int64_t b = 0; b < s.B; ++b)
     for (int h = 0; h < s.H; ++h) {
       const std::size_t at = std::size_t(layer) * heads_ + h;
@@ -278,8 +286,33 @@ void ReflectionStats::add(int layer, const R* w, const R* beta, nn::AttentionSha
       for (int64_t t = 0; t < s.T; ++t) bt(t) = double(beta[bh * s.T + t]);
       sum.noalias() += W.transpose() * bt.asDiagonal() * W;
       steps_[at] += s.T;
+      // P_n = H_{j+1} ... H_{j+n}, one step at a time: P <- P - beta (P w) w^T.
+      MatD P(hd, hd);
+      Eigen::VectorXd Pw(hd);
+      for (int64_t j = 0; j + longest < s.T; j += start_stride_) {
+        P.setIdentity();
+        for (int64_t n = 1, k = 0; n <= longest; ++n) {
+          const auto wt = W.row(j + n).transpose();
+          Pw.noalias() = P * wt;
+          P.noalias() -= bt(j + n) * Pw * wt.transpose();
+          if (n == distances_[k]) {
+            trace_sum_[at * distances_.size() + k] += P.trace();
+            if (h == 0) ++products_[std::size_t(layer) * distances_.size() + k];
+            ++k;
+          }
+        }
+      }
     }
 }
+
+namespace {
+
+// The empirical mean step M = I - E[beta w w^T] of one (layer, head).
+MatD mean_step(const double* sum, int64_t steps, int hd) {
+  return MatD::Identity(hd, hd) - Eigen::Map<const MatD>(sum, hd, hd) / double(std::max<int64_t>(steps, 1));
+}
+
+}  // namespace
 
 std::vector<BlockGap> ReflectionStats::gaps(double eps, double beta_init) const {
   std::vector<BlockGap> out;
@@ -287,8 +320,7 @@ std::vector<BlockGap> ReflectionStats::gaps(double eps, double beta_init) const 
   for (int l = 0; l < layers_; ++l)
     for (int h = 0; h < heads_; ++h) {
       const std::size_t at = std::size_t(l) * heads_ + h;
-      const Eigen::Map<const MatD> sum(sum_.data() + at * hd_ * hd_, hd_, hd_);
-      const MatD M = MatD::Identity(hd_, hd_) - sum / double(std::max<int64_t>(steps_[at], 1));
+      const MatD M = mean_step(sum_.data() + at * hd_ * hd_, steps_[at], hd_);
       Eigen::SelfAdjointEigenSolver<MatD> eig(M, Eigen::EigenvaluesOnly);
       std::vector<double> lambda(eig.eigenvalues().data(), eig.eigenvalues().data() + hd_);
       std::sort(lambda.begin(), lambda.end(), [](double a, double b) { return std::abs(a) > std::abs(b); });
@@ -298,6 +330,27 @@ std::vector<BlockGap> ReflectionStats::gaps(double eps, double beta_init) const 
         out.push_back({l, h * hd_ + j, std::numeric_limits<double>::quiet_NaN(), beta, lambda[j] < 0 ? M_PI : 0.0,
                        theory::mixing_window(beta, eps), beta_init, window_init, "stream"});
       }
+    }
+  return out;
+}
+
+std::vector<PhaseRow> ReflectionStats::rows() const {
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<PhaseRow> out;
+  const std::size_t nd = distances_.size();
+  for (int l = 0; l < layers_; ++l)
+    for (std::size_t k = 0; k < nd; ++k) {
+      const int64_t products = products_[std::size_t(l) * nd + k];
+      PhaseRow r{l, distances_[k], products, hd_, 0.0, nan, nan, 0.0};
+      for (int h = 0; h < heads_; ++h) {
+        const std::size_t at = std::size_t(l) * heads_ + h;
+        if (products) r.mean_cos += trace_sum_[at * nd + k] / double(products) / hd_ / heads_;
+        // For i.i.d. steps E P_n = M^n (Example 2).
+        Eigen::SelfAdjointEigenSolver<MatD> eig(mean_step(sum_.data() + at * hd_ * hd_, steps_[at], hd_),
+                                                Eigen::EigenvaluesOnly);
+        for (int j = 0; j < hd_; ++j) r.mean_cos_iid += std::pow(eig.eigenvalues()(j), double(distances_[k])) / hd_ / heads_;
+      }
+      out.push_back(r);
     }
   return out;
 }
@@ -373,7 +426,7 @@ std::string probe_angles_csv_header() {
 std::string probe_angles_path(const std::string& csv) { return csv_with_suffix(csv, "-angles.csv"); }
 
 std::string probe_phases_csv_header() {
-  return "run,scheme,seed,train_len,layer,distance,pairs,blocks,mean_cos,variance_ratio,mean_abs_corr\n";
+  return "run,scheme,seed,train_len,layer,distance,pairs,blocks,mean_cos,variance_ratio,mean_abs_corr,mean_cos_iid\n";
 }
 
 std::string probe_phases_path(const std::string& csv) { return csv_with_suffix(csv, "-phases.csv"); }
@@ -465,7 +518,7 @@ std::string probe_runs(const ProbeOptions& o) {
     const int nb = c.model.head_dim() / 2;
     const int64_t T = c.model.context;
     PhaseStats phases(layers, nb, phase_distances(T));
-    ReflectionStats reflections(layers, H, c.model.head_dim());
+    ReflectionStats reflections(layers, H, c.model.head_dim(), phase_distances(T), std::max<int64_t>(1, T / 16));
     BlockShares shares(layers, nb);
     double phase_secs = 0;
     if ((angles || reflects) && int64_t(val.size()) > T) {
@@ -482,11 +535,10 @@ std::string probe_runs(const ProbeOptions& o) {
       model.set_angle_observer(nullptr);
       model.set_attention_observer(nullptr);
       phase_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (angles)
-        for (const auto& r : phases.rows())
-          phase_rows += fmt::format("{},{},{},{},{},{},{},{}\n", key, r.layer, r.distance, r.pairs, r.blocks,
-                                    format_number(r.mean_cos), format_number(r.variance_ratio),
-                                    format_number(r.mean_abs_corr));
+      for (const auto& r : reflects ? reflections.rows() : phases.rows())
+        phase_rows += fmt::format("{},{},{},{},{},{},{},{},{}\n", key, r.layer, r.distance, r.pairs, r.blocks,
+                                  format_number(r.mean_cos), format_number(r.variance_ratio),
+                                  format_number(r.mean_abs_corr), format_number(r.mean_cos_iid));
       if (o.progress)
         fmt::print(stderr, "probe {} phases: {} windows of {} in {:.1f} s\n", dir, (val.size() - 1) / T, T, phase_secs);
     }
@@ -557,7 +609,11 @@ std::string probe_runs(const ProbeOptions& o) {
                     "cos(theta_{i,b} - theta_{i-n,b}) for i >= n; variance_ratio = Var(sum_b X_b) / sum_b "
                     "Var(X_b) (1 when the blocks are independent, Theorem 2's assumption); mean_abs_corr over "
                     "pairs of blocks with Var(X_b) > 1e-12 (biased up by about sqrt(2/(pi pairs)) at zero "
-                    "correlation, more since pairs in one window overlap)"}}}},
+                    "correlation, more since pairs in one window overlap); mean_cos_iid = (1/B) sum_b Re h_b^n, "
+                    "h_b the steps' first harmonic: mean_cos if the steps were i.i.d.; householder: mean_cos = "
+                    "(1/d) tr P_n, P_n = H_{j+1} ... H_{j+n} from starts j every T/16 positions (pairs: products "
+                    "per head), mean_cos_iid = (1/d) tr M^n, both averaged over heads, variance_ratio and "
+                    "mean_abs_corr empty"}}}},
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
   files.commit();
   return csv;

@@ -34,7 +34,13 @@
 // X_b = cos Theta_b (the terms of the matched score S = (1/B) sum_b X_b),
 // their variance ratio Var(sum_b X_b) / sum_b Var(X_b) (1 for independent
 // blocks, up to B for one shared phase) and the mean |corr(X_b, X_b')| over
-// pairs of blocks that vary.
+// pairs of blocks that vary. Beside the measured mean cosine, the i.i.d.
+// prediction (1/B) sum_b Re h_b^n from the steps' first harmonics h_b: the
+// law the mixing windows are read from. Where the two part, the steps are
+// not i.i.d. along the stream and the window misjudges the transport.
+// Householder runs get the same rows with X = (1/d) tr P_n, P_n the product
+// of n steps (the mean over d directions of a rotation's cos Theta), against
+// the i.i.d. prediction (1/d) tr M^n (Example 2).
 #pragma once
 
 #include <complex>
@@ -114,6 +120,18 @@ struct BlockGap {
 std::vector<BlockGap> angle_gaps(const nn::Model<float>& model, const std::vector<double>& byte_freq, double eps,
                                  const std::vector<std::complex<double>>& stream_harmonic = {});
 
+// One layer's transport at one distance n, measured over the stream's pairs
+// (i - n, i) and predicted from i.i.d. steps.
+struct PhaseRow {
+  int layer;
+  int64_t distance, pairs;
+  int blocks;             // blocks whose X_b varies (variance above 1e-12); householder: head_dim
+  double mean_cos;        // (1/B) sum_b E X_b; householder: (1/d) E tr P_n, over heads
+  double variance_ratio;  // Var(sum_b X_b) / sum_b Var(X_b); 1 if independent (rotary only)
+  double mean_abs_corr;   // over pairs of varying blocks (rotary only)
+  double mean_cos_iid;    // i.i.d. steps: (1/B) sum_b Re h_b^n; householder (1/d) tr M^n, over heads
+};
+
 // The accumulated angles' statistics over forward passes (an AngleObserver):
 // the empirical first harmonic of every layer's step angles, and the
 // cross-block moments of X_b = cos(theta_{i,b} - theta_{i-n,b}) at each
@@ -124,14 +142,7 @@ class PhaseStats {
   void add(int layer, const double* theta, int B, int T);
   // E e^{i psi_b} per layer and block (l nb + b).
   std::vector<std::complex<double>> step_harmonics() const;
-  struct Row {
-    int layer;
-    int64_t distance, pairs;
-    int blocks;             // blocks whose X_b varies (variance above 1e-12)
-    double mean_cos;        // (1/B) sum_b E X_b
-    double variance_ratio;  // Var(sum_b X_b) / sum_b Var(X_b); 1 if independent
-    double mean_abs_corr;   // over pairs of varying blocks
-  };
+  using Row = PhaseRow;
   std::vector<Row> rows() const;
   const std::vector<int64_t>& distances() const { return distances_; }
 
@@ -152,20 +163,31 @@ class PhaseStats {
 // mean transport decays as |1 - mu_j|^n: that direction's beta, the
 // reflections' counterpart of a rotary block's. A direction the w's never
 // visit keeps beta = 1 and never mixes.
+//
+// Beside M, the transport itself: (1/d) tr P_n for P_n = H_{j+1} ... H_{j+n}
+// at each distance n, from starts j every start_stride positions of each
+// window (a product costs n d^2, so not from every j), against (1/d) tr M^n.
 class ReflectionStats {
  public:
-  ReflectionStats(int layers, int heads, int hd);
+  ReflectionStats(int layers, int heads, int hd, std::vector<int64_t> distances = {}, int64_t start_stride = 1);
   template <class R>
   void add(int layer, const R* w, const R* beta, nn::AttentionShape s);
   // Rows as BlockGap: block = head hd + j, each head's directions by
   // decreasing beta; frequency NaN (an empty cell); drift 0 or pi (the sign of 1 - mu_j);
   // source "stream"; beta_init as given.
   std::vector<BlockGap> gaps(double eps, double beta_init) const;
+  // Per layer and distance, the mean over heads; variance_ratio and
+  // mean_abs_corr NaN.
+  std::vector<PhaseRow> rows() const;
 
  private:
   int layers_, heads_, hd_;
+  std::vector<int64_t> distances_;
+  int64_t start_stride_;
   std::vector<double> sum_;  // per (layer, head): sum of beta w w^T (hd x hd)
   std::vector<int64_t> steps_;
+  std::vector<double> trace_sum_;  // per (layer, head, distance): sum of tr P_n
+  std::vector<int64_t> products_;  // per (layer, distance): products summed, over heads
 };
 
 // M's beta at initialisation for isotropic w (E w w^T = I/hd): |1 - b0/hd|,
