@@ -223,25 +223,39 @@ TEST(nn_probe, projected_angles_start_near_the_normal_tables_beta) {
   EXPECT_GT(std::abs(mean_beta(0.7) - std::exp(-0.5)), 0.06);
 }
 
+enum class Steps { independent, shared, doubled };
+
+// PhaseStats at distance 10 of accumulated phases theta (B = 20 windows x
+// T = 400 positions x nb = 8 blocks, wrapped to [-pi, pi]) of U(-1, 1)
+// steps: independent across blocks and positions, one step shared by every
+// block, or each step taken twice in a row.
+PhaseStats uniform_step_phases(uint64_t seed, Steps law) {
+  const int B = 20, T = 400, nb = 8;
+  std::vector<double> theta(std::size_t(B) * T * nb);
+  Stream s(seed, 0);
+  for (int b = 0; b < B; ++b) {
+    std::vector<double> sum(nb, 0.0), step(nb, 0.0);
+    for (int t = 0; t < T; ++t) {
+      const double common = law == Steps::shared ? s.uniform(-1.0, 1.0) : 0.0;
+      for (int j = 0; j < nb; ++j) {
+        if (law == Steps::shared) step[j] = common;
+        else if (law == Steps::independent || t % 2 == 0) step[j] = s.uniform(-1.0, 1.0);
+        sum[j] += step[j];
+        theta[(std::size_t(b) * T + t) * nb + j] = std::remainder(sum[j], 2 * M_PI);
+      }
+    }
+  }
+  PhaseStats stats(1, nb, {10});
+  stats.add(0, theta.data(), B, T);
+  return stats;
+}
+
 // Independent blocks give a variance ratio near 1; one phase shared by every
 // block gives B; a step law's harmonic is recovered from theta alone.
 TEST(nn_probe, phase_stats_see_shared_and_independent_blocks) {
   const int nb = 8, T = 400, B = 20;
   auto ratio = [&](bool shared) {
-    PhaseStats stats(1, nb, {10});
-    std::vector<double> theta(std::size_t(B) * T * nb);
-    Stream s(9, shared);
-    for (int b = 0; b < B; ++b) {
-      std::vector<double> sum(nb, 0.0);
-      for (int t = 0; t < T; ++t) {
-        const double common = s.uniform(-1.0, 1.0);
-        for (int j = 0; j < nb; ++j) {
-          sum[j] += shared ? common : s.uniform(-1.0, 1.0);
-          theta[(std::size_t(b) * T + t) * nb + j] = std::remainder(sum[j], 2 * M_PI);
-        }
-      }
-    }
-    stats.add(0, theta.data(), B, T);
+    const PhaseStats stats = uniform_step_phases(9, shared ? Steps::shared : Steps::independent);
     // Example 1: E e^{i psi} = sin(1)/1 for U(-1, 1) steps; 8000 steps give a
     // standard error of about 0.005.
     for (const auto& z : stats.step_harmonics()) EXPECT_NEAR(std::abs(z), std::sin(1.0), 0.03);
@@ -255,6 +269,20 @@ TEST(nn_probe, phase_stats_see_shared_and_independent_blocks) {
   EXPECT_NEAR(shared.mean_abs_corr, 1.0, 1e-9);
   EXPECT_EQ(phase_distances(128), (std::vector<int64_t>{16, 32, 64}));
   EXPECT_EQ(phase_distances(4), (std::vector<int64_t>{1, 2}));
+}
+
+// Unit rows of hd: alternating between the axes e_0 and e_1, or isotropic.
+void fill_directions(std::vector<float>& w, int hd, bool isotropic, Stream& rng) {
+  for (std::size_t r = 0; r * hd < w.size(); ++r) {
+    float* v = w.data() + r * hd;
+    if (!isotropic) {
+      std::fill(v, v + hd, 0.0f), v[r % 2] = 1.0f;
+      continue;
+    }
+    double n = 0;
+    for (int j = 0; j < hd; ++j) v[j] = float(rng.normal()), n += double(v[j]) * v[j];
+    for (int j = 0; j < hd; ++j) v[j] = float(v[j] / std::sqrt(n));
+  }
 }
 
 // Example 2 inside the probe: reflections alternating between the axes e_0
@@ -271,16 +299,7 @@ TEST(nn_probe, reflection_stats_follow_example_2) {
     std::vector<float> w(std::size_t(s.B) * T * hd, 0.0f), beta(std::size_t(s.B) * T, b0);
     Stream rng(5, 0);
     for (int rep = 0; rep < (isotropic ? 100 : 1); ++rep) {
-      for (int64_t r = 0; r < s.B * T; ++r) {
-        float* v = w.data() + r * hd;
-        if (!isotropic) {
-          std::fill(v, v + hd, 0.0f), v[r % 2] = 1.0f;
-          continue;
-        }
-        double n = 0;
-        for (int j = 0; j < hd; ++j) v[j] = float(rng.normal()), n += double(v[j]) * v[j];
-        for (int j = 0; j < hd; ++j) v[j] = float(v[j] / std::sqrt(n));
-      }
+      fill_directions(w, hd, isotropic, rng);
       stats.add(0, w.data(), beta.data(), s);
     }
     return stats.gaps(0.05, 0.5);
@@ -313,24 +332,8 @@ TEST(nn_probe, reflection_stats_follow_example_2) {
 // ((sin 2 / 2)^5) or four and two halves (sin^2 1 (sin 2 / 2)^4), half the
 // pairs each: 0.025. The measured cosine must leave the prediction.
 TEST(nn_probe, phase_stats_measure_the_transport_the_iid_law_predicts) {
-  const int nb = 8, T = 400, B = 20;
-  auto row = [&](bool doubled) {
-    PhaseStats stats(1, nb, {10});
-    std::vector<double> theta(std::size_t(B) * T * nb);
-    Stream s(11, doubled);
-    for (int b = 0; b < B; ++b) {
-      std::vector<double> sum(nb, 0.0), step(nb, 0.0);
-      for (int t = 0; t < T; ++t)
-        for (int j = 0; j < nb; ++j) {
-          if (!doubled || t % 2 == 0) step[j] = s.uniform(-1.0, 1.0);
-          sum[j] += step[j];
-          theta[(std::size_t(b) * T + t) * nb + j] = std::remainder(sum[j], 2 * M_PI);
-        }
-    }
-    stats.add(0, theta.data(), B, T);
-    return stats.rows()[0];
-  };
-  const PhaseRow iid = row(false), doubled = row(true);
+  const PhaseRow iid = uniform_step_phases(11, Steps::independent).rows()[0];
+  const PhaseRow doubled = uniform_step_phases(11, Steps::doubled).rows()[0];
   EXPECT_NEAR(iid.mean_cos_iid, std::pow(std::sin(1.0), 10), 0.03);
   EXPECT_NEAR(iid.mean_cos, iid.mean_cos_iid, 0.03);
   EXPECT_NEAR(doubled.mean_cos_iid, std::pow(std::sin(1.0), 10), 0.03);
@@ -353,16 +356,7 @@ TEST(nn_probe, reflection_transport_against_the_iid_prediction) {
     std::vector<float> w(std::size_t(s.B) * T * hd, 0.0f), beta(std::size_t(s.B) * T, 2.0f);
     Stream rng(6, 0);
     for (int rep = 0; rep < (isotropic ? 100 : 1); ++rep) {
-      for (int64_t r = 0; r < s.B * T; ++r) {
-        float* v = w.data() + r * hd;
-        if (!isotropic) {
-          std::fill(v, v + hd, 0.0f), v[r % 2] = 1.0f;
-          continue;
-        }
-        double n = 0;
-        for (int j = 0; j < hd; ++j) v[j] = float(rng.normal()), n += double(v[j]) * v[j];
-        for (int j = 0; j < hd; ++j) v[j] = float(v[j] / std::sqrt(n));
-      }
+      fill_directions(w, hd, isotropic, rng);
       stats.add(0, w.data(), beta.data(), s);
     }
     return stats.rows();
