@@ -15,7 +15,7 @@ if not rows or not need <= set(rows[0]):
 
 claims = list(dict.fromkeys(r["claim"] for r in rows))
 settings = list(dict.fromkeys(r["setting"] for r in rows))
-fig, axes = plt.subplots(len(claims), 1, figsize=(max(6, 1.2 * len(settings) + 3), 2.3 * len(claims)), squeeze=False)
+fig, axes = plt.subplots(len(claims), 1, figsize=(max(6, 1.2 * len(settings) + 3) + 1.8, 2.4 * len(claims)), squeeze=False)
 for ax, claim in zip(axes[:, 0], claims):
     mine = [r for r in rows if r["claim"] == claim]
     subjects = list(dict.fromkeys(r["subject"] for r in mine))
@@ -36,8 +36,9 @@ for ax, claim in zip(axes[:, 0], claims):
     ax.set_title(claim, fontsize=9, loc="left")
     ax.set_ylabel("margin (bits)")
     ax.set_xticks(range(len(settings)))
-    ax.set_xticklabels(settings, fontsize=8)
-    ax.legend(fontsize=7, ncol=min(5, len(subjects)), loc="best")
+    ax.set_xticklabels(settings, fontsize=8, rotation=15, ha="right", rotation_mode="anchor")
+    # Beside the panel, not over it: the points may sit anywhere.
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
 fig.suptitle("Each claim's margin by setting (points: seeds; bars: means; x: marginal; > 0: holds)", fontsize=10)
 fig.tight_layout()
 save(fig, args.out)

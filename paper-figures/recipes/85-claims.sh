@@ -38,6 +38,17 @@ done
 "$ROUTELAB" claims "${ALL[@]}" --windows "${WINDOWS[@]}" --csv "$DATA/claims-all.csv" --markdown > "$DATA/claims-all.md"
 "$PY" plots/claims.py "$DATA/claims.csv" --out "$OUT/claims"
 
+# Retrieval where the training data pays for it (experiments/retrieval-cpu.toml):
+# digit accuracy and bits per key digit (chance: log2 10 = 3.32) by length,
+# spliced between `<!-- claims:begin retrieval -->` and its end marker.
+RETRIEVAL=paper-figures/robustness-cpu/retrieval-passkey.csv
+if [ -f "$RETRIEVAL" ]; then
+  { "$PY" plots/passkey.py "$RETRIEVAL" --out "$OUT/retrieval-passkey"
+    echo
+    "$PY" plots/passkey.py "$RETRIEVAL" --metric key_bits_per_byte --out "$OUT/retrieval-passkey-bits"
+  } > "$DATA/claims-retrieval.md"
+fi
+
 # Splice each table between its markers; a file without them is left alone.
 for doc in README.md docs/results.md; do
   grep -q '^<!-- claims:begin' "$doc" || continue
