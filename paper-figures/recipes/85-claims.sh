@@ -30,7 +30,7 @@ if [ "${PROBE:-0}" = 1 ]; then
     --csv "$ROBUST_PROBE.csv" > /dev/null
 fi
 WINDOWS=(paper-figures/probe-cpu/probe.csv paper-figures/learned-angles-cpu/probe.csv)
-for extra in paper-figures/householder-cpu/probe-s1.csv "$ROBUST_PROBE.csv"; do
+for extra in paper-figures/householder-cpu/probe-s1.csv paper-figures/householder-cpu/probe-s23.csv "$ROBUST_PROBE.csv"; do
   [ -f "$extra" ] && WINDOWS+=("$extra")
 done
 "$ROUTELAB" claims "${MAIN[@]}" --windows "${WINDOWS[@]}" --csv "$DATA/claims.csv" | tee "$DATA/claims-table.txt"
