@@ -21,11 +21,13 @@ done
 ALL=("${MAIN[@]}" paper-figures/learned-angles-cpu/learned-angles.csv)
 
 # The window check reads the probes' mixing windows. PROBE=1 probes the
-# finished runs of robustness-cpu first (their angles side and 1x only:
-# about ten seconds a run); the runs themselves are not committed.
+# finished runs of robustness-cpu and retrieval-cpu first (their angles
+# side and 1x only: about ten seconds a run); the runs themselves are not
+# committed.
 ROBUST_PROBE=paper-figures/robustness-cpu/probe
 if [ "${PROBE:-0}" = 1 ]; then
-  mapfile -t DONE < <("$ROUTELAB" experiment experiments/robustness-cpu.toml --list | awk '/: done$/ { print $1 }')
+  mapfile -t DONE < <(for toml in experiments/robustness-cpu.toml experiments/retrieval-cpu.toml; do
+    "$ROUTELAB" experiment "$toml" --list; done | awk '/: done$/ { print $1 }')
   [ ${#DONE[@]} -gt 0 ] && "$ROUTELAB" probe --run "${DONE[@]}" --lengths 1x --max-windows 1 --threads 1 \
     --csv "$ROBUST_PROBE.csv" > /dev/null
 fi
