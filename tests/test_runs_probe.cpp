@@ -371,6 +371,8 @@ TEST(nn_probe, reflection_transport_against_the_iid_prediction) {
     EXPECT_NEAR(axes[k].mean_cos_iid, 6.0 / 8, 1e-12);
     EXPECT_TRUE(std::isnan(axes[k].variance_ratio));
   }
+  EXPECT_THROW(ReflectionStats(1, 1, hd, {4, 2}), std::invalid_argument);  // add() reads them in order
+  EXPECT_THROW(ReflectionStats(1, 1, hd, {0, 2}), std::invalid_argument);
   const auto isotropic = rows(true);
   for (const PhaseRow& r : isotropic) {
     const double law = std::pow(1 - 2.0 / hd, double(r.distance));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <complex>
 #include <filesystem>
+#include <stdexcept>
 
 #include <Eigen/Core>
 #include <Eigen/Eigenvalues>
@@ -270,12 +271,18 @@ ReflectionStats::ReflectionStats(int layers, int heads, int hd, std::vector<int6
     : layers_(layers), heads_(heads), hd_(hd), distances_(std::move(distances)),
       start_stride_(std::max<int64_t>(1, start_stride)), sum_(std::size_t(layers) * heads * hd * hd, 0.0),
       steps_(std::size_t(layers) * heads, 0), trace_sum_(std::size_t(layers) * heads * distances_.size(), 0.0),
-      products_(std::size_t(layers) * distances_.size(), 0) {}
+      products_(std::size_t(layers) * distances_.size(), 0) {
+  // add() walks each product once, reading the distances in order.
+  if (!std::is_sorted(distances_.begin(), distances_.end()) ||
+      std::adjacent_find(distances_.begin(), distances_.end()) != distances_.end() ||
+      (!distances_.empty() && distances_.front() < 1))
+    throw std::invalid_argument("ReflectionStats: distances must be positive and increasing");
+}
 
 template <class R>
 void ReflectionStats::add(int layer, const R* w, const R* beta, nn::AttentionShape s) {
   const int64_t hd = s.hd;
-  const int64_t longest = distances_.empty() ? 0 : *std::max_element(distances_.begin(), distances_.end());
+  const int64_t longest = distances_.empty() ? 0 : distances_.back();
   for (int64_t b = 0; b < s.B; ++b)
     for (int h = 0; h < s.H; ++h) {
       const std::size_t at = std::size_t(layer) * heads_ + h;
@@ -289,13 +296,13 @@ void ReflectionStats::add(int layer, const R* w, const R* beta, nn::AttentionSha
       // P_n = H_{j+1} ... H_{j+n}, one step at a time: P <- P - beta (P w) w^T.
       MatD P(hd, hd);
       Eigen::VectorXd Pw(hd);
-      for (int64_t j = 0; j + longest < s.T; j += start_stride_) {
+      for (int64_t j = 0; longest > 0 && j + longest < s.T; j += start_stride_) {
         P.setIdentity();
-        for (int64_t n = 1, k = 0; n <= longest; ++n) {
+        for (std::size_t n = 1, k = 0; k < distances_.size(); ++n) {
           const auto wt = W.row(j + n).transpose();
           Pw.noalias() = P * wt;
           P.noalias() -= bt(j + n) * Pw * wt.transpose();
-          if (n == distances_[k]) {
+          if (int64_t(n) == distances_[k]) {
             trace_sum_[at * distances_.size() + k] += P.trace();
             if (h == 0) ++products_[std::size_t(layer) * distances_.size() + k];
             ++k;
@@ -348,7 +355,8 @@ std::vector<PhaseRow> ReflectionStats::rows() const {
         // For i.i.d. steps E P_n = M^n (Example 2).
         Eigen::SelfAdjointEigenSolver<MatD> eig(mean_step(sum_.data() + at * hd_ * hd_, steps_[at], hd_),
                                                 Eigen::EigenvaluesOnly);
-        for (int j = 0; j < hd_; ++j) r.mean_cos_iid += std::pow(eig.eigenvalues()(j), double(distances_[k])) / hd_ / heads_;
+        for (int j = 0; j < hd_; ++j)
+          r.mean_cos_iid += std::pow(eig.eigenvalues()(j), double(distances_[k])) / hd_ / heads_;
       }
       out.push_back(r);
     }

@@ -165,8 +165,9 @@ class PhaseStats {
 // visit keeps beta = 1 and never mixes.
 //
 // Beside M, the transport itself: (1/d) tr P_n for P_n = H_{j+1} ... H_{j+n}
-// at each distance n, from starts j every start_stride positions of each
-// window (a product costs n d^2, so not from every j), against (1/d) tr M^n.
+// at each distance n (positive, increasing), from starts j every
+// start_stride positions of each window (a product costs n d^2, so not from
+// every j), against (1/d) tr M^n.
 class ReflectionStats {
  public:
   ReflectionStats(int layers, int heads, int hd, std::vector<int64_t> distances = {}, int64_t start_stride = 1);
