@@ -271,7 +271,7 @@ ReflectionStats::ReflectionStats(int layers, int heads, int hd, std::vector<int6
     : layers_(layers), heads_(heads), hd_(hd), distances_(std::move(distances)),
       start_stride_(std::max<int64_t>(1, start_stride)), sum_(std::size_t(layers) * heads * hd * hd, 0.0),
       steps_(std::size_t(layers) * heads, 0), trace_sum_(std::size_t(layers) * heads * distances_.size(), 0.0),
-      products_(std::size_t(layers) * distances_.size(), 0) {
+      products_(layers, 0) {
   // add() walks each product once, reading the distances in order.
   if (!std::is_sorted(distances_.begin(), distances_.end()) ||
       std::adjacent_find(distances_.begin(), distances_.end()) != distances_.end() ||
@@ -283,6 +283,9 @@ template <class R>
 void ReflectionStats::add(int layer, const R* w, const R* beta, nn::AttentionShape s) {
   const int64_t hd = s.hd;
   const int64_t longest = distances_.empty() ? 0 : distances_.back();
+  // Every start j with j + longest < T reaches every distance.
+  const int64_t starts = longest > 0 && longest < s.T ? (s.T - longest - 1) / start_stride_ + 1 : 0;
+  products_[layer] += s.B * starts;
   for (int64_t b = 0; b < s.B; ++b)
     for (int h = 0; h < s.H; ++h) {
       const std::size_t at = std::size_t(layer) * heads_ + h;
@@ -296,40 +299,32 @@ void ReflectionStats::add(int layer, const R* w, const R* beta, nn::AttentionSha
       // P_n = H_{j+1} ... H_{j+n}, one step at a time: P <- P - beta (P w) w^T.
       MatD P(hd, hd);
       Eigen::VectorXd Pw(hd);
-      for (int64_t j = 0; longest > 0 && j + longest < s.T; j += start_stride_) {
+      for (int64_t i = 0; i < starts; ++i) {
+        const int64_t j = i * start_stride_;
         P.setIdentity();
         for (std::size_t n = 1, k = 0; k < distances_.size(); ++n) {
           const auto wt = W.row(j + n).transpose();
           Pw.noalias() = P * wt;
           P.noalias() -= bt(j + n) * Pw * wt.transpose();
-          if (int64_t(n) == distances_[k]) {
-            trace_sum_[at * distances_.size() + k] += P.trace();
-            if (h == 0) ++products_[std::size_t(layer) * distances_.size() + k];
-            ++k;
-          }
+          if (int64_t(n) == distances_[k]) trace_sum_[at * distances_.size() + k++] += P.trace();
         }
       }
     }
 }
 
-namespace {
-
-// The empirical mean step M = I - E[beta w w^T] of one (layer, head).
-MatD mean_step(const double* sum, int64_t steps, int hd) {
-  return MatD::Identity(hd, hd) - Eigen::Map<const MatD>(sum, hd, hd) / double(std::max<int64_t>(steps, 1));
+std::vector<double> ReflectionStats::mean_step_eigenvalues(std::size_t at) const {
+  const MatD M = MatD::Identity(hd_, hd_) - Eigen::Map<const MatD>(sum_.data() + at * hd_ * hd_, hd_, hd_) /
+                                                double(std::max<int64_t>(steps_[at], 1));
+  Eigen::SelfAdjointEigenSolver<MatD> eig(M, Eigen::EigenvaluesOnly);
+  return {eig.eigenvalues().data(), eig.eigenvalues().data() + hd_};
 }
-
-}  // namespace
 
 std::vector<BlockGap> ReflectionStats::gaps(double eps, double beta_init) const {
   std::vector<BlockGap> out;
   const long long window_init = theory::mixing_window(beta_init, eps);
   for (int l = 0; l < layers_; ++l)
     for (int h = 0; h < heads_; ++h) {
-      const std::size_t at = std::size_t(l) * heads_ + h;
-      const MatD M = mean_step(sum_.data() + at * hd_ * hd_, steps_[at], hd_);
-      Eigen::SelfAdjointEigenSolver<MatD> eig(M, Eigen::EigenvaluesOnly);
-      std::vector<double> lambda(eig.eigenvalues().data(), eig.eigenvalues().data() + hd_);
+      std::vector<double> lambda = mean_step_eigenvalues(std::size_t(l) * heads_ + h);
       std::sort(lambda.begin(), lambda.end(), [](double a, double b) { return std::abs(a) > std::abs(b); });
       for (int j = 0; j < hd_; ++j) {
         // An eigenvalue within rounding of 1 is a direction never visited.
@@ -345,21 +340,20 @@ std::vector<PhaseRow> ReflectionStats::rows() const {
   constexpr double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<PhaseRow> out;
   const std::size_t nd = distances_.size();
-  for (int l = 0; l < layers_; ++l)
-    for (std::size_t k = 0; k < nd; ++k) {
-      const int64_t products = products_[std::size_t(l) * nd + k];
-      PhaseRow r{l, distances_[k], products, hd_, 0.0, nan, nan, 0.0};
-      for (int h = 0; h < heads_; ++h) {
-        const std::size_t at = std::size_t(l) * heads_ + h;
-        if (products) r.mean_cos += trace_sum_[at * nd + k] / double(products) / hd_ / heads_;
+  for (int l = 0; l < layers_; ++l) {
+    const int64_t products = products_[l];
+    for (std::size_t k = 0; k < nd; ++k) out.push_back({l, distances_[k], products, hd_, 0.0, nan, nan, 0.0});
+    PhaseRow* rows = out.data() + out.size() - nd;
+    for (int h = 0; h < heads_; ++h) {
+      const std::size_t at = std::size_t(l) * heads_ + h;
+      const std::vector<double> lambda = mean_step_eigenvalues(at);
+      for (std::size_t k = 0; k < nd; ++k) {
+        if (products) rows[k].mean_cos += trace_sum_[at * nd + k] / double(products) / hd_ / heads_;
         // For i.i.d. steps E P_n = M^n (Example 2).
-        Eigen::SelfAdjointEigenSolver<MatD> eig(mean_step(sum_.data() + at * hd_ * hd_, steps_[at], hd_),
-                                                Eigen::EigenvaluesOnly);
-        for (int j = 0; j < hd_; ++j)
-          r.mean_cos_iid += std::pow(eig.eigenvalues()(j), double(distances_[k])) / hd_ / heads_;
+        for (double mu : lambda) rows[k].mean_cos_iid += std::pow(mu, double(distances_[k])) / hd_ / heads_;
       }
-      out.push_back(r);
     }
+  }
   return out;
 }
 

@@ -187,8 +187,9 @@ class ReflectionStats {
   int64_t start_stride_;
   std::vector<double> sum_;  // per (layer, head): sum of beta w w^T (hd x hd)
   std::vector<int64_t> steps_;
+  std::vector<double> mean_step_eigenvalues(std::size_t at) const;  // of M for (layer, head) at
   std::vector<double> trace_sum_;  // per (layer, head, distance): sum of tr P_n
-  std::vector<int64_t> products_;  // per (layer, distance): products summed, over heads
+  std::vector<int64_t> products_;  // per layer: products of each head at each distance
 };
 
 // M's beta at initialisation for isotropic w (E w w^T = I/hd): |1 - b0/hd|,
