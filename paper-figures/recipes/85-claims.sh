@@ -39,6 +39,8 @@ done
 "$ROUTELAB" claims "${MAIN[@]}" --windows "${WINDOWS[@]}" --markdown > "$DATA/claims-main.md"
 "$ROUTELAB" claims "${ALL[@]}" --windows "${WINDOWS[@]}" --csv "$DATA/claims-all.csv" --markdown > "$DATA/claims-all.md"
 "$PY" plots/claims.py "$DATA/claims.csv" --out "$OUT/claims"
+# docs/results.md shows the committed copy, so it moves with the tables.
+cp "$OUT/claims.png" paper-figures/robustness-cpu/claims.png
 
 # Retrieval where the training data pays for it (experiments/retrieval-cpu.toml):
 # digit accuracy and bits per key digit (chance: log2 10 = 3.32) by length,
