@@ -44,7 +44,8 @@ void curve(SettingReadings& s, const std::string& scheme, uint64_t seed, double 
 // Readings in which claim `id` has margin m[k] in seed k + 1, by the claim's
 // intended meaning (the wording, not the code).
 SettingReadings readings_with_margins(const std::string& id, const std::array<double, 3>& m) {
-  SettingReadings s{"default", {}};
+  SettingReadings s;
+  s.setting = "default";
   const double near = kNearBits;
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     const double x = m[seed - 1];
@@ -294,6 +295,45 @@ TEST(ClaimsCsv, ProbeWindowsJoinTheirRunsSettings) {
             std::string::npos)
       << ok.out;  // flat to 16x with its window at 3.1 T: a counterexample
   EXPECT_EQ(ok.out.find("context=64                       1 no"), std::string::npos) << ok.out;
+}
+
+// RoPE's and random angles' windows follow from their law and the
+// configuration, so every seed at a setting has one, probed or not (random
+// angles at head_dim 32, base 10000: 56840 bytes, as the probe reads them in
+// paper-figures/robustness-cpu/probe-angles.csv; RoPE never mixes). A
+// trained table's window is its own probed run's; a probed window stands.
+TEST(ClaimsCsv, FixedLawWindowsServeEverySeedOfTheirSetting) {
+  TempDir t;
+  const std::string head = "scheme,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n";
+  std::string e = head;
+  for (const char* scheme_seed : {"random_qk,1", "random_qk,2", "random_qk,3", "rope,1", "learned_qk,1", "learned_qk,2"})
+    e += rows("", scheme_seed, 128, 2.8, 3.1);
+  spit(t.path / "e.csv", e);
+  spit(t.path / "e.csv.json", sidecar("[]"));
+  const auto run = [](const std::string& name, const std::string& scheme) {
+    return R"({"run": ")" + name + R"(", "config": {"model": {"d_model": 128, "context": 128, "scheme": ")" + scheme +
+           R"("}, "train": {"steps": 1500, "seed": 1, "lr": 0.001}, "data": {"corpus": "data/brown"}}})";
+  };
+  spit(t.path / "p.csv.json", R"({"command": "probe", "runs": [)" + run("rand1", "random_qk") + ", " +
+                                  run("learn1", "learned_qk") + "]}");
+  spit(t.path / "p-angles.csv", "run,layer,block,layer_window_median\nrand1,0,0,5000\nlearn1,0,0,400\n");
+  const auto settings = read_settings({(t.path / "e.csv").string()}, {(t.path / "p.csv").string()});
+  ASSERT_EQ(settings.size(), 1u);
+  const SettingReadings& s = settings[0];
+  EXPECT_EQ(s.window("random_qk", 1)->window, 5000);  // probed
+  EXPECT_EQ(s.window("random_qk", 3)->window, 56840);
+  EXPECT_EQ(s.window("random_qk", 3)->train_len, 128);
+  EXPECT_EQ(s.window("rope", 1)->window, -1);
+  EXPECT_EQ(s.window("learned_qk", 1)->window, 400);
+  EXPECT_FALSE(s.window("learned_qk", 2).has_value());
+  std::map<std::string, std::vector<std::string>> judged;
+  for (const auto& r : evaluate_claims(settings))
+    if (r.claim == "window_beyond_t_degrades")
+      for (const auto& seed : r.seeds) judged[r.subject].push_back(seed.numbers);
+  ASSERT_EQ(judged["random_qk"].size(), 3u);  // flat, every window beyond T: no
+  EXPECT_EQ(judged["random_qk"][2], "window 444 T (its law), largest rise to 16x +0.000");
+  EXPECT_EQ(judged["rope"], std::vector<std::string>{"window never (its law), largest rise to 16x +0.000"});
+  EXPECT_EQ(judged["learned_qk"].size(), 1u);
 }
 
 TEST(ClaimsCsv, CsvReaderTakesQuotesAndRefusesRaggedRows) {

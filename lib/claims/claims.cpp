@@ -38,6 +38,13 @@ std::vector<uint64_t> SettingReadings::seeds(const std::string& scheme) const {
   return out;
 }
 
+std::optional<RunWindow> SettingReadings::window(const std::string& scheme, uint64_t seed) const {
+  if (const auto s = windows.find(scheme); s != windows.end())
+    if (const auto w = s->second.find(seed); w != s->second.end()) return w->second;
+  if (const auto c = config_windows.find(scheme); c != config_windows.end()) return c->second;
+  return std::nullopt;
+}
+
 namespace {
 
 // ---------------------------------------------------------------------------
@@ -168,19 +175,30 @@ std::vector<SubjectMargins> far_mass_control_flat(const SettingReadings& s) {
 // largest rise up to 16x is at least kNearBits. Runs whose window fits are
 // not judged (the theory lets them go either way).
 std::vector<SubjectMargins> window_beyond_training_degrades(const SettingReadings& s) {
+  std::set<std::string> schemes;
+  for (const auto& [scheme, _] : s.windows) schemes.insert(scheme);
+  for (const auto& [scheme, _] : s.config_windows) schemes.insert(scheme);
   std::vector<SubjectMargins> out;
-  for (const auto& [scheme, seeds] : s.windows) {
+  for (const auto& scheme : schemes) {
     // The stylized model rotates and nothing else: a distance bias or a
     // forget gate suppresses far routes whatever their transport.
     if (std::find(kRotationOnly.begin(), kRotationOnly.end(), scheme) == kRotationOnly.end()) continue;
+    std::set<uint64_t> seeds;
+    if (const auto probed = s.windows.find(scheme); probed != s.windows.end())
+      for (const auto& [seed, _] : probed->second) seeds.insert(seed);
+    if (s.config_windows.count(scheme))
+      for (uint64_t seed : s.seeds(scheme)) seeds.insert(seed);
     SubjectMargins m{scheme, {}};
-    for (const auto& [seed, w] : seeds) {
+    for (uint64_t seed : seeds) {
+      const RunWindow w = *s.window(scheme, seed);
       if (w.window >= 0 && w.window <= w.train_len) continue;
       const auto r = max_rise(s, scheme, seed, 16);
       if (!r) continue;
-      const std::string window =
-          w.window < 0 ? "never" : fmt::format("{:.3g} T", double(w.window) / double(w.train_len));
-      m.seeds.push_back({seed, *r - kNearBits, fmt::format("window {}, largest rise to 16x {}", window, signed_bits(*r))});
+      const bool probed = s.windows.count(scheme) && s.windows.at(scheme).count(seed);
+      const std::string window = w.window < 0 ? "never" : fmt::format("{:.3g} T", double(w.window) / double(w.train_len));
+      m.seeds.push_back({seed, *r - kNearBits,
+                         fmt::format("window {}{}, largest rise to 16x {}", window, probed ? "" : " (its law)",
+                                     signed_bits(*r))});
     }
     if (!m.seeds.empty()) out.push_back(std::move(m));
   }
@@ -206,8 +224,9 @@ const std::vector<Claim>& all_claims() {
       {"window_beyond_t_degrades",
        "a run whose mixing window exceeds its training length does not stay near 1x (the window inside the training "
        "length is necessary for extrapolation, Section 3)",
-       "for every probed rotation-only run whose layers' median mixing window (eps 0.05) exceeds the training "
-       "length, some length from 2x to 16x is at least 0.1 bits above 1x",
+       "for every rotation-only run whose layers' median mixing window (eps 0.05; probed, or from its law for "
+       "RoPE and random angles) exceeds the training length, some length from 2x to 16x is at least 0.1 bits "
+       "above 1x",
        window_beyond_training_degrades},
   };
   return claims;
@@ -306,13 +325,29 @@ std::string setting_label(const Config& c, const Config& reference, const std::s
   return label.empty() ? "default" : label;
 }
 
+// The model keys a fixed angle law reads (law_window), from a run's
+// configuration.
+nn::ModelConfig model_config(const Config& c, const std::string& scheme, const std::string& where) {
+  nn::ModelConfig m;
+  m.scheme = scheme;
+  const auto d = parse_integer(c.at("d_model")), h = parse_integer(c.at("heads"));
+  const auto base = parse_finite(c.at("rope_base")), scale = parse_finite(c.at("angle_scale"));
+  if (!d || !h || !base || !scale || *h < 1 || *d < 1)
+    throw ClaimsError(fmt::format("claims: {}: d_model, heads, rope_base and angle_scale must be numbers", where));
+  m.d_model = int(*d);
+  m.heads = int(*h);
+  m.rope_base = *base;
+  m.angle_scale = *scale;
+  return m;
+}
+
 }  // namespace
 
 namespace {
 
 SettingReadings& setting_named(std::vector<SettingReadings>& settings, const std::string& label) {
   auto it = std::find_if(settings.begin(), settings.end(), [&](const auto& s) { return s.setting == label; });
-  if (it == settings.end()) it = settings.insert(settings.end(), SettingReadings{label, {}, {}});
+  if (it == settings.end()) it = settings.insert(settings.end(), SettingReadings{label, {}, {}, {}});
   return *it;
 }
 
@@ -462,6 +497,9 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
                                    label, format_number(have->second), source[label][key], format_number(*b), path));
       cell[ratio] = *b;
       source[label][key] = path;
+      if (!setting.config_windows.count(scheme))
+        if (const auto w = runs::law_window(model_config(c, scheme, path), runs::ProbeOptions{}.eps))
+          setting.config_windows[scheme] = {*T, *w};
     }
   }
   for (const auto& p : probe_csvs) read_windows(settings, p, *reference);

@@ -40,8 +40,14 @@ struct SettingReadings {
   std::string setting;
   std::map<std::string, std::map<uint64_t, std::map<int64_t, double>>> bpb;  // scheme -> seed -> L/T -> bits
   std::map<std::string, std::map<uint64_t, RunWindow>> windows;              // scheme -> seed -> window
+  // Windows that follow from the configuration alone: RoPE's and random
+  // angles' steps have a fixed law, not a trained one (runs::law_window, at
+  // the probe's eps 0.05), so every seed at the setting has it, probed or not.
+  std::map<std::string, RunWindow> config_windows;  // scheme -> window
   std::optional<double> at(const std::string& scheme, uint64_t seed, int64_t ratio) const;
   std::vector<uint64_t> seeds(const std::string& scheme) const;
+  // The probed window, else the configuration's.
+  std::optional<RunWindow> window(const std::string& scheme, uint64_t seed) const;
 };
 
 // One seed's margin and the readings it rests on, as text.

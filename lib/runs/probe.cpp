@@ -139,6 +139,30 @@ void probe_attention(HeadProbe* heads, const R* q, const R* k, nn::ScoreBias<R> 
     heads[(task / rows) % s.H].add(stats[task], window + 1 + task % rows >= last);
 }
 
+std::optional<double> law_beta(const nn::ModelConfig& m, double f_b) {
+  const nn::SchemeInfo* scheme = nn::find_scheme(m.scheme);
+  if (!scheme) return std::nullopt;
+  switch (scheme->angles) {
+    case nn::AngleKind::rope:
+      return 1.0;  // |e^{i f_b}| = 1 exactly
+    case nn::AngleKind::random:
+      // Example 1: E e^{i psi} = sin(a)/a for psi ~ U(-a, a), a = s f_b.
+      return std::abs(theory::so2_uniform_harmonic(m.angle_scale * f_b));
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<long long> law_window(const nn::ModelConfig& m, double eps) {
+  std::vector<long long> w;
+  for (double f : nn::angle_frequencies(m)) {
+    const auto beta = law_beta(m, f);
+    if (!beta) return std::nullopt;
+    w.push_back(theory::mixing_window(*beta, eps));
+  }
+  return window_lower_median(w);
+}
+
 std::vector<BlockGap> angle_gaps(const nn::Model<float>& model, const std::vector<double>& byte_freq, double eps,
                                  const std::vector<std::complex<double>>& stream_harmonic) {
   const nn::ModelConfig& m = model.config();
@@ -160,12 +184,11 @@ std::vector<BlockGap> angle_gaps(const nn::Model<float>& model, const std::vecto
       double beta_init = 1.0;
       switch (scheme->angles) {
         case nn::AngleKind::rope:
-          mean = 1.0;  // |e^{i f_b}| = 1 exactly; the drift is f_b
+          mean = 1.0;  // the drift is f_b, set below
           break;
         case nn::AngleKind::random:
-          // Example 1: E e^{i psi} = sin(a)/a for psi ~ U(-a, a), a = s f_b.
-          mean = theory::so2_uniform_harmonic(m.angle_scale * f[b]);
-          beta_init = std::abs(mean);  // drawn, not trained
+          mean = theory::so2_uniform_harmonic(m.angle_scale * f[b]);  // real: U(-a, a) has no drift
+          beta_init = *law_beta(m, f[b]);  // drawn, not trained
           break;
         case nn::AngleKind::learned:
           for (int x = 0; x < 256; ++x) mean += byte_freq[x] * std::polar(1.0, double(table[x * nb + b]));

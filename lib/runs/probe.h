@@ -114,6 +114,17 @@ struct BlockGap {
   const char* source;  // where beta comes from: "table", "stream", "closed form"
 };
 
+// beta_b = |E e^{i psi_b}| of block b (frequency f_b) where the scheme's
+// angles follow a fixed law, not a trained one: RoPE's steps are f_b exactly
+// (beta 1), random angles' U(-a, a) with a = angle_scale f_b. Nothing for
+// trained angles.
+std::optional<double> law_beta(const nn::ModelConfig& m, double f_b);
+
+// The lower median over blocks of their mixing windows at eps (-1: never)
+// where the angles' law is fixed (law_beta): every layer and every seed of
+// such a configuration has it. Nothing for trained angles or none.
+std::optional<long long> law_window(const nn::ModelConfig& m, double eps);
+
 // Every layer's blocks for a model with angles (empty without); byte_freq is
 // p(x), x < 256, used by learned tables; stream_harmonic (layer l block b at
 // l nb + b) is the empirical E e^{i psi_b}, used by projected angles.
