@@ -374,12 +374,22 @@ TEST(ClaimsCli, WritesTheTableAndCsvAndRefusesForeignFiles) {
   spit(t.path / "other.csv.json", sidecar("[]"));
   spit(t.path / "ragged.csv", head + "rope,1,128\n");
   spit(t.path / "ragged.csv.json", sidecar("[]"));
+  // A swept cell or a sidecar key that no config could hold.
+  spit(t.path / "cell.csv", "scheme,context,seed,train_len,eval_len,windows,tokens,bits_per_byte,ppl\n" +
+                                rows("", "rope,sixty,1", 64, 2.3, 4.0));
+  spit(t.path / "cell.csv.json", sidecar(R"(["context"])"));
+  std::string foreign = sidecar("[]");
+  foreign.replace(foreign.find("\"d_model\": 128"), 14, "\"d_model\": 128, \"width\": 3");
+  spit(t.path / "key.csv", head + csv);
+  spit(t.path / "key.csv.json", foreign);
   routelab::testing::expect_refusals_touch_nothing(
       {{"claims", "csvs is required"},
        {"claims missing.csv", "cannot read missing.csv"},
        {"claims noside.csv", "cannot read noside.csv.json"},
        {"claims other.csv", "lacks a column of scheme, seed"},
        {"claims ragged.csv", "row 1 has 3 cells"},
+       {"claims cell.csv", "cell.csv row 1: [model] context = 'sixty' is not an integer"},
+       {"claims key.csv", "key.csv: unknown key [model] width"},
        {"claims e.csv --csv e.csv", "--csv"},
        {"claims e.csv --settings default,context=64", "'context=64' is not a setting of these CSVs; they hold: default"}},
       t.path);

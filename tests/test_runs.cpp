@@ -79,6 +79,70 @@ TEST(runs_config, round_trips_through_its_own_toml) {
   EXPECT_EQ(c.model.learned_init, "normal");  // the default since issue 14
 }
 
+
+// A sidecar's "config" reads back as the run it describes, by the TOML rules:
+// a key it lacks has its default, anything TOML would refuse is refused.
+TEST(runs_config, reads_back_from_its_own_json) {
+  RunConfig c = parse_config_text(
+      "[model]\nscheme = \"learned_qk\"\nlearned_sigma = 0.03\nd_model = 256\nheads = 8\n[train]\nseed = 7\n"
+      "lr = 0.002\n[data]\ncorpus = \"data/gcide\"\n");
+  EXPECT_EQ(from_json(to_json(c), "sidecar"), c);
+  nlohmann::json old = to_json(c);
+  old["train"].erase("passkey_fraction");  // a sidecar from before the key existed
+  EXPECT_EQ(from_json(old, "sidecar"), c);
+  const auto refused = [](nlohmann::json j, const char* want) {
+    try {
+      from_json(j, "x.json");
+      ADD_FAILURE() << "accepted: " << j.dump();
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  nlohmann::json j = to_json(c);
+  j["model"]["width"] = 3;
+  refused(j, "x.json: unknown key [model] width");
+  j = to_json(c);
+  j["model"]["vocab"] = 512;
+  refused(j, "[model] vocab must be 256");
+  j = to_json(c);
+  j["model"]["heads"] = 3;
+  refused(j, "heads = 3 does not divide d_model = 256");
+  j = to_json(c);
+  j["train"]["steps"] = "many";
+  refused(j, "[train] steps must be an integer");
+  refused(nlohmann::json::array(), "must be an object of tables");
+
+  // Keys set from their text, as experiment CSV cells write them.
+  const RunConfig d = with_keys(c, {{"heads", "4"}, {"d_model", "128"}, {"corpus", "data/brown"}, {"lr", "0.001"},
+                                    {"learned_shared", "true"}, {"scheme", "rope"}},
+                                "row 1");
+  EXPECT_EQ(d.model.heads, 4);
+  EXPECT_EQ(d.model.d_model, 128);
+  EXPECT_EQ(d.corpus, "data/brown");
+  EXPECT_EQ(d.train.lr, 0.001);
+  EXPECT_TRUE(d.model.learned_shared);
+  EXPECT_EQ(d.model.scheme, "rope");
+  EXPECT_EQ(d.train.seed, 7u);
+  const std::pair<std::vector<std::pair<std::string, std::string>>, const char*> bad[] = {
+      {{{"heads", "8.5"}}, "row 1: [model] heads = '8.5' is not an integer"},
+      {{{"lr", "fast"}}, "[train] lr = 'fast' is not a number"},
+      {{{"learned_shared", "1"}}, "learned_shared = '1' is not true or false"},
+      {{{"width", "3"}}, "width is not a key of [model], [train] or [data]"},
+      {{{"heads", "3"}}, "heads = 3 does not divide d_model = 256"},
+  };
+  for (const auto& [keys, want] : bad) {
+    try {
+      with_keys(c, keys, "row 1");
+      ADD_FAILURE() << "accepted: " << keys[0].first;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(config_section("context"), "model");
+  EXPECT_EQ(config_section("warmup"), "train");
+  EXPECT_EQ(config_section("corpus"), "data");
+  EXPECT_EQ(config_section("vocab"), "");
+}
 // A checkpoint from before learned_sigma and learned_shared existed had their
 // defaults; a changed key is refused.
 TEST(runs_run_dir, checkpoints_compare_the_learned_starts) {

@@ -286,59 +286,42 @@ bool identity_key(const std::string& k) {
 
 using Config = std::map<std::string, std::string>;
 
-void add_keys(Config& out, const nlohmann::json& config) {
+// A run's configuration as key -> text, the keys that make its setting.
+Config flat(const runs::RunConfig& c) {
+  const nlohmann::json j = runs::to_json(c);
+  Config out;
   for (const char* section : {"model", "train", "data"})
-    for (const auto& [k, v] : config[section].items())
+    for (const auto& [k, v] : j[section].items())
       if (!identity_key(k)) out[k] = json_text(v);
+  return out;
 }
 
-// A sidecar's base configuration; a key it lacks (written before the key
-// existed) has the value it had then, routelab's default.
-Config flatten_config(const nlohmann::json& config, const std::string& where) {
+// A sidecar's configuration, read as a config file is; a key it lacks
+// (written before the key existed) has the value it had then, routelab's
+// default.
+runs::RunConfig run_config(const nlohmann::json& config, const std::string& where) {
   for (const char* section : {"model", "train", "data"})
     if (!config.contains(section) || !config[section].is_object())
       throw ClaimsError(fmt::format("claims: {}'s config has no [{}]; is it an experiment's sidecar?", where, section));
-  static const Config defaults = [] {
-    Config d;
-    add_keys(d, runs::to_json(runs::RunConfig{}));
-    return d;
-  }();
-  Config out = defaults;
-  add_keys(out, config);
-  return out;
+  try {
+    return runs::from_json(config, where);
+  } catch (const runs::ConfigError& e) {
+    throw ClaimsError(fmt::format("claims: {}", e.what()));
+  }
 }
 
 // A key the scheme does not read (learned_init for rope) names no setting:
 // runs that differ only there are the same model.
-std::string setting_label(const Config& c, const Config& reference, const std::string& scheme) {
-  nn::ModelConfig m;
-  m.scheme = scheme;
-  if (const auto init = c.find("learned_init"); init != c.end()) m.learned_init = init->second;
+std::string setting_label(const runs::RunConfig& run, const Config& reference) {
   std::string label;
-  for (const auto& [k, v] : c) {
+  for (const auto& [k, v] : flat(run)) {
     const auto r = reference.find(k);
-    if ((r != reference.end() && r->second == v) || !nn::scheme_reads(m, k)) continue;
+    if ((r != reference.end() && r->second == v) || !nn::scheme_reads(run.model, k)) continue;
     // A corpus is named by its folder: data/gcide -> gcide.
     const std::string shown = k == "corpus" ? v.substr(v.find_last_of('/') + 1) : v;
     label += (label.empty() ? "" : " ") + k + "=" + shown;
   }
   return label.empty() ? "default" : label;
-}
-
-// The model keys a fixed angle law reads (law_window), from a run's
-// configuration.
-nn::ModelConfig model_config(const Config& c, const std::string& scheme, const std::string& where) {
-  nn::ModelConfig m;
-  m.scheme = scheme;
-  const auto d = parse_integer(c.at("d_model")), h = parse_integer(c.at("heads"));
-  const auto base = parse_finite(c.at("rope_base")), scale = parse_finite(c.at("angle_scale"));
-  if (!d || !h || !base || !scale || *h < 1 || *d < 1)
-    throw ClaimsError(fmt::format("claims: {}: d_model, heads, rope_base and angle_scale must be numbers", where));
-  m.d_model = int(*d);
-  m.heads = int(*h);
-  m.rope_base = *base;
-  m.angle_scale = *scale;
-  return m;
 }
 
 }  // namespace
@@ -371,7 +354,7 @@ struct ProbedRun {
   std::string dir, scheme;
   uint64_t seed;
   int64_t context;
-  Config config;
+  runs::RunConfig config;
 };
 
 // Each probed run's window into its setting.
@@ -393,7 +376,7 @@ void read_windows(std::vector<SettingReadings>& settings, const std::string& pro
       throw ClaimsError(fmt::format("claims: {}.json: every run needs its directory (run) and a config with "
                                     "[model] scheme and context and [train] seed",
                                     probe_csv));
-    probed.push_back({*dir, *scheme, *seed, *context, flatten_config(config, probe_csv)});
+    probed.push_back({*dir, *scheme, *seed, *context, run_config(config, probe_csv)});
   }
   const std::string angles_path = runs::probe_angles_path(probe_csv);
   const CsvTable t = parse_csv(slurp_or_refuse(angles_path, "the probe's angles CSV", kProbeInputs), angles_path);
@@ -432,7 +415,7 @@ void read_windows(std::vector<SettingReadings>& settings, const std::string& pro
     std::vector<long long> w;
     for (const auto& [_, x] : layers->second) w.push_back(x);
     const RunWindow rw{run.context, runs::window_lower_median(w)};
-    SettingReadings& s = setting_named(settings, setting_label(run.config, reference, run.scheme));
+    SettingReadings& s = setting_named(settings, setting_label(run.config, reference));
     if (const auto have = s.windows[run.scheme].find(run.seed);
         have != s.windows[run.scheme].end() &&
         (have->second.window != rw.window || have->second.train_len != rw.train_len))
@@ -455,8 +438,8 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
     const auto side = nlohmann::json::parse(slurp_or_refuse(path + ".json", "its sidecar"), nullptr, false);
     if (side.is_discarded() || !side.contains("config"))
       throw ClaimsError(fmt::format("claims: {}.json is not an experiment's sidecar (no config)", path));
-    const Config base = flatten_config(side["config"], path);
-    if (!reference) reference = base;
+    const runs::RunConfig base = run_config(side["config"], path);
+    if (!reference) reference = flat(base);
     std::vector<std::string> swept;
     if (side.contains("swept_keys"))
       for (const auto& k : side["swept_keys"]) {
@@ -476,9 +459,6 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
     }
     for (std::size_t i = 0; i < t.rows.size(); ++i) {
       const auto& row = t.rows[i];
-      Config c = base;
-      for (std::size_t k = 0; k < swept.size(); ++k)
-        if (!row[c_swept[k]].empty()) c[swept[k]] = row[c_swept[k]];
       const auto seed = parse_unsigned(row[c_seed]);
       const auto T = parse_integer(row[c_train]), L = parse_integer(row[c_eval]);
       const auto b = parse_finite(row[c_bpb]);
@@ -486,9 +466,19 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
         throw ClaimsError(fmt::format("claims: {} row {}: seed, train_len, eval_len and bits_per_byte must be numbers",
                                    path, i + 1));
       if (*L % *T != 0) continue;  // a length that is no multiple of the training length
-      const std::string label = setting_label(c, *reference, row[c_scheme]);
-      SettingReadings& setting = setting_named(settings, label);
       const std::string& scheme = row[c_scheme];
+      // The run's own configuration: the base with its swept cells and scheme.
+      std::vector<std::pair<std::string, std::string>> keys = {{"scheme", scheme}};
+      for (std::size_t k = 0; k < swept.size(); ++k)
+        if (!row[c_swept[k]].empty()) keys.emplace_back(swept[k], row[c_swept[k]]);
+      runs::RunConfig run;
+      try {
+        run = runs::with_keys(base, keys, fmt::format("{} row {}", path, i + 1));
+      } catch (const runs::ConfigError& e) {
+        throw ClaimsError(fmt::format("claims: {}", e.what()));
+      }
+      const std::string label = setting_label(run, *reference);
+      SettingReadings& setting = setting_named(settings, label);
       const int64_t ratio = *L / *T;
       auto& cell = setting.bpb[scheme][*seed];
       const auto key = std::tuple{scheme, *seed, ratio};
@@ -498,7 +488,7 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
       cell[ratio] = *b;
       source[label][key] = path;
       if (!setting.config_windows.count(scheme))
-        if (const auto w = runs::law_window(model_config(c, scheme, path), runs::ProbeOptions{}.eps))
+        if (const auto w = runs::law_window(run.model, runs::ProbeOptions{}.eps))
           setting.config_windows[scheme] = {*T, *w};
     }
   }

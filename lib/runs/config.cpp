@@ -1,5 +1,8 @@
 #include "runs/config.h"
 
+#include <charconv>
+#include <climits>
+#include <cstdlib>
 #include <fstream>
 #include <filesystem>
 #include <set>
@@ -242,6 +245,69 @@ nlohmann::json to_json(const RunConfig& c) {
             {"passkey_fraction", t.passkey_fraction}, {"seed", t.seed}, {"checkpoint_every", t.checkpoint_every},
             {"log_every", t.log_every}}},
           {"data", {{"corpus", c.corpus}}}};
+}
+
+RunConfig from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) throw ConfigError(fmt::format("{}: a run configuration must be an object of tables", where));
+  toml::table t;
+  for (const auto& [section, keys] : j.items()) {
+    if (!keys.is_object()) throw ConfigError(fmt::format("{}: [{}] must be a table", where, section));
+    toml::table s;
+    for (const auto& [k, v] : keys.items()) {
+      // to_json records the byte vocabulary, which no configuration sets.
+      if (section == "model" && k == "vocab") {
+        if (v != nn::ModelConfig{}.vocab)
+          throw ConfigError(fmt::format("{}: [model] vocab must be {} (bytes)", where, nn::ModelConfig{}.vocab));
+        continue;
+      }
+      if (v.is_string()) s.insert(k, v.get<std::string>());
+      else if (v.is_boolean()) s.insert(k, v.get<bool>());
+      else if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+        throw ConfigError(fmt::format("{}: [{}] {} = {} is out of range", where, section, k, v.dump()));
+      else if (v.is_number_integer()) s.insert(k, v.get<int64_t>());
+      else if (v.is_number_float()) s.insert(k, v.get<double>());
+      else throw ConfigError(fmt::format("{}: [{}] {} must be a number, text or true/false", where, section, k));
+    }
+    t.insert(section, std::move(s));
+  }
+  return parse_run_config(t, where);
+}
+
+std::string config_section(const std::string& key) {
+  static const nlohmann::json defaults = to_json(RunConfig{});
+  for (const char* section : {"model", "train", "data"})
+    if (defaults[section].contains(key) && key != "vocab") return section;
+  return "";
+}
+
+RunConfig with_keys(const RunConfig& c, const std::vector<std::pair<std::string, std::string>>& keys,
+                    const std::string& where) {
+  nlohmann::json j = to_json(c);
+  for (const auto& [key, text] : keys) {
+    const std::string section = config_section(key);
+    if (section.empty()) throw ConfigError(fmt::format("{}: {} is not a key of [model], [train] or [data]", where, key));
+    nlohmann::json& v = j[section][key];
+    const auto refuse = [&](const char* accepted) {
+      return ConfigError(fmt::format("{}: [{}] {} = '{}' is not {}", where, section, key, text, accepted));
+    };
+    if (v.is_string()) {
+      v = text;
+    } else if (v.is_boolean()) {
+      if (text != "true" && text != "false") throw refuse("true or false");
+      v = text == "true";
+    } else if (v.is_number_integer()) {
+      int64_t x = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+      if (ec != std::errc() || end != text.data() + text.size()) throw refuse("an integer");
+      v = x;
+    } else {
+      char* end = nullptr;
+      const double x = std::strtod(text.c_str(), &end);
+      if (text.empty() || end != text.c_str() + text.size()) throw refuse("a number");
+      v = x;
+    }
+  }
+  return from_json(j, where);
 }
 
 }  // namespace routelab::runs

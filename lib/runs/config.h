@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -54,5 +55,16 @@ void validate(const RunConfig& c, const std::string& where);
 
 std::string to_toml(const RunConfig& c);
 nlohmann::json to_json(const RunConfig& c);
+// The inverse of to_json (a sidecar's or checkpoint's "config"), read by the
+// same rules as a TOML file: an unknown key, a wrong type or an impossible
+// combination is a ConfigError naming `where`. A key it lacks (written before
+// the key existed) keeps its default.
+RunConfig from_json(const nlohmann::json& j, const std::string& where);
+// "model", "train" or "data": the table that holds `key`; empty for none.
+std::string config_section(const std::string& key);
+// `c` with keys set from their text, as run names and experiment CSV cells
+// write them ("256", "data/gcide", "true"), each typed as to_json types it.
+RunConfig with_keys(const RunConfig& c, const std::vector<std::pair<std::string, std::string>>& keys,
+                    const std::string& where);
 
 }  // namespace routelab::runs

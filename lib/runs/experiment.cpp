@@ -72,12 +72,7 @@ bool unsweepable(std::string_view key) {
 constexpr const char* kSweptSections[] = {"model", "train", "data"};
 
 // "model", "train" or "data" for a key a sweep may vary; empty otherwise.
-std::string sweep_section(const std::string& key) {
-  if (unsweepable(key)) return "";
-  for (const char* section : kSweptSections)
-    if (default_run_table()[section][key]) return section;
-  return "";
-}
+std::string sweep_section(const std::string& key) { return unsweepable(key) ? "" : config_section(key); }
 
 std::string sweepable_keys() {
   std::string out;
