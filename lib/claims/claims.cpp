@@ -194,10 +194,9 @@ std::vector<SubjectMargins> window_beyond_training_degrades(const SettingReading
       if (w.window >= 0 && w.window <= w.train_len) continue;
       const auto r = max_rise(s, scheme, seed, 16);
       if (!r) continue;
-      const bool probed = s.windows.count(scheme) && s.windows.at(scheme).count(seed);
       const std::string window = w.window < 0 ? "never" : fmt::format("{:.3g} T", double(w.window) / double(w.train_len));
       m.seeds.push_back({seed, *r - kNearBits,
-                         fmt::format("window {}{}, largest rise to 16x {}", window, probed ? "" : " (its law)",
+                         fmt::format("window {}{}, largest rise to 16x {}", window, w.from_law ? " (its law)" : "",
                                      signed_bits(*r))});
     }
     if (!m.seeds.empty()) out.push_back(std::move(m));
@@ -489,7 +488,7 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
       source[label][key] = path;
       if (!setting.config_windows.count(scheme))
         if (const auto w = runs::law_window(run.model, runs::ProbeOptions{}.eps))
-          setting.config_windows[scheme] = {*T, *w};
+          setting.config_windows[scheme] = {*T, *w, true};
     }
   }
   for (const auto& p : probe_csvs) read_windows(settings, p, *reference);

@@ -32,6 +32,7 @@ struct ClaimsError : std::runtime_error {
 struct RunWindow {
   int64_t train_len = 0;
   long long window = -1;
+  bool from_law = false;  // runs::law_window's, not a probe's
 };
 
 // Bits per byte of every (scheme, seed, length ratio) at one setting, and
