@@ -42,6 +42,15 @@ done
 # docs/results.md shows the committed copy, so it moves with the tables.
 cp "$OUT/claims.png" paper-figures/robustness-cpu/claims.png
 
+# Random angles' score by block group against their rise (docs/results.md,
+# "Why random angles degrade little"), from the same probe.
+if [ -f "$ROBUST_PROBE-angles.csv" ]; then
+  "$PY" plots/block_shares.py --angles "$ROBUST_PROBE-angles.csv" \
+    --eval paper-figures/robustness-cpu/robustness.csv paper-figures/robustness-cpu/retrieval.csv \
+    --out "$OUT/block-shares" > "$DATA/claims-shares.md"
+  cp "$OUT/block-shares.png" paper-figures/robustness-cpu/block-shares.png
+fi
+
 # Retrieval where the training data pays for it (experiments/retrieval-cpu.toml):
 # digit accuracy and bits per key digit (chance: log2 10 = 3.32) by length,
 # spliced between `<!-- claims:begin retrieval -->` and its end marker.
