@@ -15,15 +15,14 @@ import math
 import sys
 from collections import defaultdict
 
-from common import plt, read_rows, save
+from common import fail, plt, read_checked, save
+
+SCRIPT = "block_shares.py"
+EVAL_COLUMNS = ["scheme", "seed", "train_len", "eval_len", "bits_per_byte"]
+ANGLE_COLUMNS = ["run", "scheme", "train_len", "layer", "block", "beta", "score_share"]
 
 HALF = 0.5
 LONGEST = 64  # the longest length, in multiples of T
-
-
-def fail(message):
-    print(f"block_shares.py: {message}", file=sys.stderr)
-    sys.exit(2)
 
 
 def arguments():
@@ -35,16 +34,6 @@ def arguments():
     return ap.parse_args()
 
 
-def read_or_fail(path, columns):
-    try:
-        rows = read_rows(path)
-    except OSError as e:
-        fail(f"cannot read {path} ({e.strerror}); pass routelab's CSVs")
-    if not rows or any(c not in rows[0] for c in columns):
-        fail(f"{path} lacks a column of {', '.join(columns)}")
-    return rows
-
-
 def curves(eval_paths):
     """run directory -> {L/T: bits per byte}, from experiment CSVs and the run list of their sidecars."""
     out = {}
@@ -53,19 +42,17 @@ def curves(eval_paths):
             with open(path + ".json") as f:
                 side = json.load(f)
         except (OSError, ValueError):
-            fail(f"cannot read {path}.json, the experiment's sidecar")
+            fail(SCRIPT, f"cannot read {path}.json, the experiment's sidecar")
         if not isinstance(side.get("runs"), list):
-            fail(f"{path}.json lists no runs; is {path} an experiment's CSV?")
-        rows = read_or_fail(path, ["scheme", "seed", "train_len", "eval_len", "bits_per_byte"])
+            fail(SCRIPT, f"{path}.json lists no runs; is {path} an experiment's CSV?")
+        swept = side.get("swept_keys", [])
+        rows = [r for _, r in read_checked(path, EVAL_COLUMNS + swept, "experiment", SCRIPT, text=["scheme"] + swept)]
         for run in side["runs"]:
             def matches(r):
-                return (r["scheme"] == run["scheme"] and r["seed"] == str(run["seed"])
+                return (r["scheme"] == run["scheme"] and r["seed"] == run["seed"]
                         and all(r.get(k, "") in ("", v) for k, v in run.get("swept", {}).items()))
-            curve = {}
-            for r in filter(matches, rows):
-                T, L = int(r["train_len"]), int(r["eval_len"])
-                if L % T == 0:
-                    curve[L // T] = float(r["bits_per_byte"])
+            curve = {int(r["eval_len"]) // int(r["train_len"]): r["bits_per_byte"]
+                     for r in filter(matches, rows) if r["eval_len"] % r["train_len"] == 0}
             if curve:
                 out[run["run"]] = curve
     return out
@@ -97,13 +84,13 @@ def main():
     runs = defaultdict(lambda: defaultdict(dict))  # run -> layer -> block -> (beta, share)
     meta = {}
     for path in a.angles:
-        for r in read_or_fail(path, ["run", "scheme", "train_len", "layer", "block", "beta", "score_share"]):
-            if r["scheme"] not in schemes or r["score_share"] == "":
+        for _, r in read_checked(path, ANGLE_COLUMNS, "probe angles", SCRIPT, text=("run", "scheme")):
+            if r["scheme"] not in schemes or math.isnan(r["score_share"]):
                 continue
-            runs[r["run"]][int(r["layer"])][int(r["block"])] = (float(r["beta"]), float(r["score_share"]))
+            runs[r["run"]][int(r["layer"])][int(r["block"])] = (r["beta"], r["score_share"])
             meta[r["run"]] = (r["scheme"], int(r["train_len"]))
     if not runs:
-        fail(f"no probed run of {a.schemes} with score shares in {', '.join(a.angles)}")
+        fail(SCRIPT, f"no probed run of {a.schemes} with score shares in {', '.join(a.angles)}")
     table = []
     for run in sorted(runs, key=lambda r: (meta[r][1], r)):
         scheme, T = meta[run]

@@ -55,9 +55,9 @@ def fail(script, message):
     sys.exit(2)
 
 
-def read_checked(path, columns, what, script):
-    """The rows of a CSV that must hold `columns`; numbers parsed, `scheme`
-    kept as text. Anything else is one line and exit 2."""
+def read_checked(path, columns, what, script, text=("scheme",)):
+    """The rows of a CSV that must hold `columns`; numbers parsed, the
+    columns in `text` kept as text. Anything else is one line and exit 2."""
     if not os.path.isfile(path):
         fail(script, f"{what} CSV {path} does not exist")
     try:
@@ -76,9 +76,9 @@ def read_checked(path, columns, what, script):
     out = []
     for i, r in enumerate(rows, start=2):
         try:
-            out.append((i, {c: (r[c] if c == "scheme" else num(r, c)) for c in columns}))
+            out.append((i, {c: (r[c] if c in text else num(r, c)) for c in columns}))
         except (ValueError, TypeError):
-            fail(script, f"{path} line {i}: a non-numeric cell in {', '.join(c for c in columns if c != 'scheme')}")
+            fail(script, f"{path} line {i}: a non-numeric cell in {', '.join(c for c in columns if c not in text)}")
     return out
 
 
