@@ -350,9 +350,7 @@ constexpr const char* kProbeInputs = "--windows takes probe CSVs, each with FILE
 
 // One run of a probe's sidecar.
 struct ProbedRun {
-  std::string dir, scheme;
-  uint64_t seed;
-  int64_t context;
+  std::string dir;
   runs::RunConfig config;
 };
 
@@ -368,14 +366,13 @@ void read_windows(std::vector<SettingReadings>& settings, const std::string& pro
     const nlohmann::json config = run.is_object() && run.contains("config") ? run["config"] : nlohmann::json();
     const auto model = config.is_object() && config.contains("model") ? config["model"] : nlohmann::json();
     const auto train = config.is_object() && config.contains("train") ? config["train"] : nlohmann::json();
-    const auto scheme = field<std::string>(model, "scheme");
-    const auto seed = field<uint64_t>(train, "seed");
-    const auto context = field<int64_t>(model, "context");
-    if (!dir || !scheme || !seed || !context || *context < 1)
+    // Named, not defaulted: from_json would fill a missing key with the default.
+    if (!dir || !field<std::string>(model, "scheme") || !field<uint64_t>(train, "seed") ||
+        !field<int64_t>(model, "context"))
       throw ClaimsError(fmt::format("claims: {}.json: every run needs its directory (run) and a config with "
                                     "[model] scheme and context and [train] seed",
                                     probe_csv));
-    probed.push_back({*dir, *scheme, *seed, *context, run_config(config, probe_csv)});
+    probed.push_back({*dir, run_config(config, probe_csv)});
   }
   const std::string angles_path = runs::probe_angles_path(probe_csv);
   const CsvTable t = parse_csv(slurp_or_refuse(angles_path, "the probe's angles CSV", kProbeInputs), angles_path);
@@ -391,7 +388,7 @@ void read_windows(std::vector<SettingReadings>& settings, const std::string& pro
     return c_run >= 0 ? row[c_run] : row[c_scheme] + " seed " + row[c_seed];
   };
   const auto run_key = [&](const ProbedRun& r) {
-    return c_run >= 0 ? r.dir : r.scheme + " seed " + std::to_string(r.seed);
+    return c_run >= 0 ? r.dir : r.config.model.scheme + " seed " + std::to_string(r.config.train.seed);
   };
   std::map<std::string, int> runs_per_key;
   for (const auto& run : probed)
@@ -413,14 +410,16 @@ void read_windows(std::vector<SettingReadings>& settings, const std::string& pro
     if (layers == layer_windows.end()) continue;  // a scheme with neither angles nor reflections
     std::vector<long long> w;
     for (const auto& [_, x] : layers->second) w.push_back(x);
-    const RunWindow rw{run.context, runs::window_lower_median(w)};
+    const std::string& scheme = run.config.model.scheme;
+    const uint64_t seed = run.config.train.seed;
+    const RunWindow rw{run.config.model.context, runs::window_lower_median(w)};
     SettingReadings& s = setting_named(settings, setting_label(run.config, reference));
-    if (const auto have = s.windows[run.scheme].find(run.seed);
-        have != s.windows[run.scheme].end() &&
+    if (const auto have = s.windows[scheme].find(seed);
+        have != s.windows[scheme].end() &&
         (have->second.window != rw.window || have->second.train_len != rw.train_len))
       throw ClaimsError(fmt::format("claims: {} seed {} ({}) has window {} in an earlier probe CSV and {} in {}",
-                                    run.scheme, run.seed, s.setting, have->second.window, rw.window, probe_csv));
-    s.windows[run.scheme][run.seed] = rw;
+                                    scheme, seed, s.setting, have->second.window, rw.window, probe_csv));
+    s.windows[scheme][seed] = rw;
   }
 }
 
