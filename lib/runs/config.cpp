@@ -1,8 +1,8 @@
 #include "runs/config.h"
 
 #include <charconv>
-#include <climits>
 #include <cstdlib>
+#include <limits>
 #include <fstream>
 #include <filesystem>
 #include <set>
@@ -262,7 +262,7 @@ RunConfig from_json(const nlohmann::json& j, const std::string& where) {
       }
       if (v.is_string()) s.insert(k, v.get<std::string>());
       else if (v.is_boolean()) s.insert(k, v.get<bool>());
-      else if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+      else if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
         throw ConfigError(fmt::format("{}: [{}] {} = {} is out of range", where, section, k, v.dump()));
       else if (v.is_number_integer()) s.insert(k, v.get<int64_t>());
       else if (v.is_number_float()) s.insert(k, v.get<double>());
@@ -273,10 +273,14 @@ RunConfig from_json(const nlohmann::json& j, const std::string& where) {
   return parse_run_config(t, where);
 }
 
+const toml::table& default_run_table() {
+  static const toml::table t = toml::parse(to_toml(RunConfig{}));
+  return t;
+}
+
 std::string config_section(const std::string& key) {
-  static const nlohmann::json defaults = to_json(RunConfig{});
   for (const char* section : {"model", "train", "data"})
-    if (defaults[section].contains(key) && key != "vocab") return section;
+    if (default_run_table()[section][key]) return section;
   return "";
 }
 

@@ -60,6 +60,9 @@ nlohmann::json to_json(const RunConfig& c);
 // combination is a ConfigError naming `where`. A key it lacks (written before
 // the key existed) keeps its default.
 RunConfig from_json(const nlohmann::json& j, const std::string& where);
+// to_toml writes every key, so the table of the defaults is the one list of
+// the keys a run has.
+const toml::table& default_run_table();
 // "model", "train" or "data": the table that holds `key`; empty for none.
 std::string config_section(const std::string& key);
 // `c` with keys set from their text, as run names and experiment CSV cells

@@ -55,12 +55,6 @@ std::string value_text(const toml::node& n) {
   return "?";
 }
 
-// to_toml writes every key, so it is the one list of the keys a run has.
-const toml::table& default_run_table() {
-  static const toml::table t = toml::parse(to_toml(RunConfig{}));
-  return t;
-}
-
 // Keys a sweep may not vary: the schemes and seeds lists do, and the
 // bookkeeping intervals do not change a run.
 bool unsweepable(std::string_view key) {
