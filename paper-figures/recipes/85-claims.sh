@@ -7,34 +7,24 @@
 # robustness-cpu; NAME all adds the learned-angle variants of
 # learned-angles-cpu. The figure: each claim's margin per setting and seed
 # (plots/claims.py). The window check (window_beyond_t_degrades) reads the
-# committed probes' windows (below). Seconds.
-# The default setting's CSV comes first: its base configuration is the
-# reference the other settings are named against.
+# committed probes' windows (below). Seconds. The test suite checks that the
+# committed tables are what this writes (scripts/check-claims-tables.sh).
 set -euo pipefail
 
-MAIN=(paper-figures/extrapolation-cpu/extrapolation.csv
-      paper-figures/far-mass-control-cpu/extrapolation.csv
-      paper-figures/householder-cpu/extrapolation.csv)
-for extra in paper-figures/robustness-cpu/robustness.csv paper-figures/robustness-cpu/retrieval.csv; do
-  [ -f "$extra" ] && MAIN+=("$extra")
-done
-ALL=("${MAIN[@]}" paper-figures/learned-angles-cpu/learned-angles.csv)
+# MAIN, ALL, ROBUST_PROBE, WINDOWS and splice_tables, shared with the check
+# that the committed tables are current (scripts/check-claims-tables.sh).
+source paper-figures/claims-tables.sh
 
 # The window check reads the probes' mixing windows. PROBE=1 probes the
 # finished runs of robustness-cpu and retrieval-cpu first (their angles
 # side and 1x only: about ten seconds a run); the runs themselves are not
 # committed.
-ROBUST_PROBE=paper-figures/robustness-cpu/probe
 if [ "${PROBE:-0}" = 1 ]; then
   mapfile -t DONE < <(for toml in experiments/robustness-cpu.toml experiments/retrieval-cpu.toml; do
     "$ROUTELAB" experiment "$toml" --list; done | awk '/: done$/ { print $1 }')
   [ ${#DONE[@]} -gt 0 ] && "$ROUTELAB" probe --run "${DONE[@]}" --lengths 1x --max-windows 1 --threads 1 \
     --csv "$ROBUST_PROBE.csv" > /dev/null
 fi
-WINDOWS=(paper-figures/probe-cpu/probe.csv paper-figures/learned-angles-cpu/probe.csv)
-for extra in paper-figures/householder-cpu/probe-s1.csv paper-figures/householder-cpu/probe-s23.csv "$ROBUST_PROBE.csv"; do
-  [ -f "$extra" ] && WINDOWS+=("$extra")
-done
 "$ROUTELAB" claims "${MAIN[@]}" --windows "${WINDOWS[@]}" --csv "$DATA/claims.csv" | tee "$DATA/claims-table.txt"
 "$ROUTELAB" claims "${MAIN[@]}" --windows "${WINDOWS[@]}" --markdown > "$DATA/claims-main.md"
 "$ROUTELAB" claims "${ALL[@]}" --windows "${WINDOWS[@]}" --csv "$DATA/claims-all.csv" --markdown > "$DATA/claims-all.md"
@@ -65,10 +55,6 @@ fi
 # Splice each table between its markers; a file without them is left alone.
 for doc in README.md docs/results.md; do
   grep -q '^<!-- claims:begin' "$doc" || continue
-  awk -v dir="$DATA" '
-    /^<!-- claims:begin / { print; table = dir "/claims-" $3 ".md"
-                            while ((getline line < table) > 0) print line; close(table); skip = 1; next }
-    /^<!-- claims:end/    { skip = 0 }
-    !skip' "$doc" > "$doc.tmp"
+  splice_tables "$DATA" "$doc" > "$doc.tmp"
   mv "$doc.tmp" "$doc"
 done
