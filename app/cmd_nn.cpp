@@ -269,7 +269,7 @@ int cmd_experiment(const std::vector<std::string>& args) {
   CLI::App app{"train every scheme and seed of an experiment, evaluate each, gather one CSV and a figure",
                "routelab experiment"};
   std::string config, device = "cpu";
-  bool quiet = false, no_plot = false, tf32 = false, list = false, finished = false;
+  bool quiet = false, no_plot = false, tf32 = false, list = false, finished = false, by_arm = false;
   int threads = 0;
   std::vector<std::string> only;
   app.add_option("config", config, "experiment TOML (e.g. experiments/extrapolation-cpu.toml)")->required();
@@ -280,6 +280,9 @@ int cmd_experiment(const std::vector<std::string>& args) {
   app.add_flag("--list", list, "print every run (directory, scheme, seed, swept values, state) and stop");
   app.add_flag("--finished", finished,
                "train and evaluate nothing: write the CSVs from the runs already done (results so far)");
+  app.add_flag("--by-arm", by_arm,
+               "take the runs arm by arm (each [[experiment.arms]]'s seeds before the next arm's) rather than seed "
+               "by seed; the CSVs are the same");
   add_threads_option(app, threads);
   app.add_flag("--no-plot", no_plot, "write the CSVs only");
   app.add_flag("--quiet", quiet, "no progress lines");
@@ -288,7 +291,8 @@ int cmd_experiment(const std::vector<std::string>& args) {
   if (int s = parse_subcommand(app, args, "experiment"); s >= 0) return s;
   require_model_device(device, tf32);
   set_threads(threads);
-  const runs::ExperimentConfig e = runs::load_experiment_config(config);
+  runs::ExperimentConfig e = runs::load_experiment_config(config);
+  e.by_arm = by_arm;
   if (list) {
     std::fputs(runs::experiment_listing(e).c_str(), stdout);
     return 0;

@@ -225,6 +225,41 @@ TEST(nn_cli, sweeps_run_each_point_once_and_name_it_by_its_values) {
   }
 }
 
+// --by-arm takes each arm's seeds before the next arm (--list shows that
+// order, and so does the training), and writes the same CSVs byte for byte.
+TEST(nn_cli, experiment_by_arm_changes_the_order_of_the_work_not_the_csvs) {
+  TempDir tmp;
+  const std::string file = "[experiment]\nschemes = [\"rope\"]\nseeds = [1, 2]\nlengths = \"1x,2x\"\n"
+                           "out = \"runs\"\ncsv = \"out/x.csv\"\n[[experiment.arms]]\nschemes = [\"alibi\"]\n" +
+                           tiny_config("nope", 4, 2);
+  const auto dirs_in_order = [](const std::string& text, const std::string& prefix) {
+    std::vector<std::string> out;
+    for (std::size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1))
+      out.push_back(text.substr(at + prefix.size(), text.find_first_of(" :\n", at + prefix.size()) - at - prefix.size()));
+    return out;
+  };
+  const std::vector<std::string> seed_major = {"rope-s1", "alibi-s1", "rope-s2", "alibi-s2"};
+  const std::vector<std::string> arm_major = {"rope-s1", "rope-s2", "alibi-s1", "alibi-s2"};
+  std::string csvs[2];
+  for (int by_arm = 0; by_arm < 2; ++by_arm) {
+    const fs::path dir = tmp / (by_arm ? "arm" : "seed");
+    fs::create_directories(dir);
+    spit(dir / "e.toml", file);
+    const std::string flag = by_arm ? " --by-arm" : "";
+    const auto list = run_routelab("experiment e.toml --list" + flag, dir.string(), dir.string());
+    ASSERT_EQ(list.status, 0) << list.err;
+    EXPECT_EQ(dirs_in_order(list.out, "runs/"), by_arm ? arm_major : seed_major) << list.out;
+    const auto r = run_routelab("experiment e.toml --no-plot" + flag, dir.string(), dir.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(dirs_in_order(r.err, "experiment: training runs/"), by_arm ? arm_major : seed_major) << r.err;
+    for (const char* f : {"out/x.csv", "out/x-positions.csv", "out/x-loss.csv"}) csvs[by_arm] += slurp(dir / f);
+    const auto side = nlohmann::json::parse(slurp(dir / "out/x.csv.json"));
+    EXPECT_EQ(side["runs"][1]["run"], "runs/alibi-s1");
+  }
+  EXPECT_EQ(csvs[0], csvs[1]);
+  EXPECT_EQ(count_lines(slurp(tmp / "seed/out/x.csv")), 1 + 4 * 2);
+}
+
 // [data] corpus is sweepable: the same schemes on a second corpus, the run
 // named by the folder's last part (a path would nest directories), the CSV
 // cell the path as given.

@@ -143,6 +143,26 @@ TEST(runs_config, reads_back_from_its_own_json) {
   EXPECT_EQ(config_section("corpus"), "data");
   EXPECT_EQ(config_section("vocab"), "");
 }
+// default_run_table is the one list of a run's keys: each key of each section
+// maps back to that section (no key in two sections), and with_keys accepts
+// its default's own text back unchanged.
+TEST(runs_config, every_default_key_maps_back_to_its_section) {
+  const RunConfig d;
+  const nlohmann::json dj = to_json(d);
+  std::size_t keys = 0;
+  for (const auto& [section, table] : default_run_table()) {
+    ASSERT_TRUE(table.is_table()) << section.str();
+    for (const auto& [key, value] : *table.as_table()) {
+      const std::string k(key.str());
+      EXPECT_EQ(config_section(k), section.str()) << k;
+      const nlohmann::json& v = dj.at(std::string(section.str())).at(k);
+      const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+      EXPECT_EQ(to_json(with_keys(d, {{k, text}}, "row 1")), dj) << k << " = " << text;
+      ++keys;
+    }
+  }
+  EXPECT_GT(keys, 20u);
+}
 // A checkpoint from before learned_sigma and learned_shared existed had their
 // defaults; a changed key is refused.
 TEST(runs_run_dir, checkpoints_compare_the_learned_starts) {

@@ -169,8 +169,8 @@ Arm read_arm(const toml::table& x, const std::string& where, const Arm* defaults
 
 // The runs of one arm, seeds outermost, each swept key varied only where the
 // point reads it; a run already listed (same directory) is not listed again.
-void add_points(ExperimentConfig& e, const toml::table& file, const Arm& arm, const std::string& path,
-                std::set<std::string>& dirs) {
+void add_points(ExperimentConfig& e, const toml::table& file, const Arm& arm, std::size_t arm_index,
+                const std::string& path, std::set<std::string>& dirs) {
   const std::size_t K = arm.sweep.size();
   std::size_t combos = 1;
   for (const auto& [key, values] : arm.sweep) combos *= values.size();
@@ -212,6 +212,7 @@ void add_points(ExperimentConfig& e, const toml::table& file, const Arm& arm, co
         }
         ExperimentPoint p;
         p.config = c;
+        p.arm = arm_index;
         std::string name = scheme;
         for (std::size_t k = 0; k < K; ++k) {
           if (!use[k]) continue;
@@ -308,7 +309,7 @@ ExperimentConfig load_experiment_config(const std::string& path) {
       if (std::find(e.swept_keys.begin(), e.swept_keys.end(), key) == e.swept_keys.end()) e.swept_keys.push_back(key);
   }
   std::set<std::string> dirs;
-  for (const auto& arm : arms) add_points(e, t, arm, path, dirs);
+  for (std::size_t a = 0; a < arms.size(); ++a) add_points(e, t, arms[a], a, path, dirs);
   // Seeds outermost across arms too.
   auto seed_rank = [&](const ExperimentPoint& p) {
     return std::find(e.seeds.begin(), e.seeds.end(), p.config.train.seed) - e.seeds.begin();
@@ -464,9 +465,21 @@ std::optional<PointRows> run_point(const ExperimentConfig& e, const ExperimentPo
 
 }  // namespace
 
+std::vector<std::size_t> training_order(const ExperimentConfig& e) {
+  std::vector<std::size_t> order(e.points.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  // The points are seeds outermost; a stable sort by arm keeps that order
+  // within each arm.
+  if (e.by_arm)
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return e.points[a].arm < e.points[b].arm; });
+  return order;
+}
+
 std::string experiment_listing(const ExperimentConfig& e) {
   std::string out;
-  for (const ExperimentPoint& p : e.points) {
+  for (const std::size_t i : training_order(e)) {
+    const ExperimentPoint& p = e.points[i];
     std::string values;
     for (std::size_t k = 0; k < e.swept_keys.size(); ++k)
       if (!p.swept_values[k].empty()) values += fmt::format(" {}={}", e.swept_keys[k], p.swept_values[k]);
@@ -527,6 +540,17 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
   if (e.passkey_trials > 0) files.output(passkey_path(e.csv), "[experiment] csv's -passkey.csv");
   files.output(loss_path(e.csv), "[experiment] csv's -loss.csv");
   files.output(e.csv + ".json", "[experiment] csv's sidecar");
+  // Each run through the workflow in the experiment's order; its rows are
+  // gathered below in the points' order, whatever the order of the work.
+  std::vector<std::optional<PointRows>> done(e.points.size());
+  for (const std::size_t i : training_order(e)) {
+    const ExperimentPoint& p = e.points[i];
+    if (!reruns(p)) continue;
+    // No `routelab train` in the run meanwhile; --finished only reads it.
+    std::optional<RunLock> lock;
+    if (!finished_only) lock.emplace(p.dir, "[experiment] out's run");
+    done[i] = run_point(e, p, progress, backend, finished_only);
+  }
   std::string rows, pos_rows, passkey_rows, loss_rows;
   nlohmann::json runs = nlohmann::json::array();
   for (const ExperimentPoint& p : e.points) {
@@ -546,10 +570,7 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
                       {"rows_kept_from_previous_csv", true}});
       continue;
     }
-    // No `routelab train` in the run meanwhile; --finished only reads it.
-    std::optional<RunLock> lock;
-    if (!finished_only) lock.emplace(dir, "[experiment] out's run");
-    const std::optional<PointRows> r = run_point(e, p, progress, backend, finished_only);
+    const std::optional<PointRows>& r = done[std::size_t(&p - e.points.data())];
     if (!r) {
       runs.push_back({{"run", dir}, {"scheme", c.model.scheme}, {"seed", c.train.seed}, {"swept", values},
                       {"unfinished", true}});

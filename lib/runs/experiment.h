@@ -17,7 +17,9 @@
 // from the base config (so the base point of a sweep shares its run with the
 // experiment without it), and resumes where it stopped, so an interrupted
 // experiment picks up where it was. Runs go seeds outermost: stopped early,
-// an experiment has every point at its first seeds.
+// an experiment has every point at its first seeds. With by_arm they go arm
+// by arm instead (seeds outermost within each), so an arm that adds seeds to
+// one setting finishes before the next arm starts; the CSVs are the same.
 #pragma once
 
 #include <string>
@@ -35,6 +37,7 @@ struct ExperimentPoint {
   // One cell per ExperimentConfig::swept_keys: the value this run used, empty
   // where it does not read the key.
   std::vector<std::string> swept_values;
+  std::size_t arm = 0;  // the arm that lists it first, in the file's order
 };
 
 struct ExperimentConfig {
@@ -51,11 +54,17 @@ struct ExperimentConfig {
   // the perplexity lengths; empty means the same lengths.
   std::string passkey_lengths;
   std::vector<double> passkey_depths = {0, 0.25, 0.5, 0.75, 1};
+  // Not read from the file (--by-arm): it orders the work, not the results.
+  bool by_arm = false;
 };
 
 // Every refusal (a bad key, an empty or repeated sweep list, a value out of
 // range, a swept key no scheme reads) is a ConfigError before any work.
 ExperimentConfig load_experiment_config(const std::string& path);
+
+// Indices into e.points in the order the experiment takes them: the points'
+// own order (seeds outermost) or, with e.by_arm, arm by arm.
+std::vector<std::size_t> training_order(const ExperimentConfig& e);
 
 // One line per run, in the order the experiment takes them: directory,
 // scheme, seed, key=value for each swept key it reads, and its state
