@@ -553,13 +553,14 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
   }
   std::string rows, pos_rows, passkey_rows, loss_rows;
   nlohmann::json runs = nlohmann::json::array();
-  for (const ExperimentPoint& p : e.points) {
+  for (std::size_t i = 0; i < e.points.size(); ++i) {
+    const ExperimentPoint& p = e.points[i];
     const RunConfig& c = p.config;
     const std::string& dir = p.dir;
     nlohmann::json values = nlohmann::json::object();
     for (std::size_t k = 0; k < e.swept_keys.size(); ++k) values[e.swept_keys[k]] = p.swept_values[k];
     if (!reruns(p)) {
-      const std::vector<std::string>& k = kept_rows[std::size_t(&p - e.points.data())];
+      const std::vector<std::string>& k = kept_rows[i];
       rows += k[0];
       pos_rows += k[1];
       if (e.passkey_trials > 0) passkey_rows += k[2];
@@ -570,7 +571,7 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
                       {"rows_kept_from_previous_csv", true}});
       continue;
     }
-    const std::optional<PointRows>& r = done[std::size_t(&p - e.points.data())];
+    const std::optional<PointRows>& r = done[i];
     if (!r) {
       runs.push_back({{"run", dir}, {"scheme", c.model.scheme}, {"seed", c.train.seed}, {"swept", values},
                       {"unfinished", true}});
