@@ -269,16 +269,19 @@ int cmd_experiment(const std::vector<std::string>& args) {
   CLI::App app{"train every scheme and seed of an experiment, evaluate each, gather one CSV and a figure",
                "routelab experiment"};
   std::string config, device = "cpu";
-  bool quiet = false, no_plot = false, tf32 = false, list = false, finished = false, by_arm = false;
+  bool quiet = false, no_plot = false, tf32 = false, list = false, by_arm = false;
   int threads = 0;
-  std::vector<std::string> only;
+  runs::RunSelection select;
   app.add_option("config", config, "experiment TOML (e.g. experiments/extrapolation-cpu.toml)")->required();
-  app.add_option("--only", only,
+  app.add_option("--only", select.only,
                  "SCHEME[,SCHEME...]: train and evaluate only these schemes' runs; every other run's rows are kept "
                  "from the experiment's existing CSVs")
       ->delimiter(',');
+  app.add_flag("--new", select.new_runs,
+               "train and evaluate only the runs the experiment's existing CSV has no rows for (seeds or arms added "
+               "since); every other run's rows are kept from the existing CSVs, so its folder need not exist");
   app.add_flag("--list", list, "print every run (directory, scheme, seed, swept values, state) and stop");
-  app.add_flag("--finished", finished,
+  app.add_flag("--finished", select.finished_only,
                "train and evaluate nothing: write the CSVs from the runs already done (results so far)");
   app.add_flag("--by-arm", by_arm,
                "take the runs arm by arm (each [[experiment.arms]]'s seeds before the next arm's) rather than seed "
@@ -301,8 +304,8 @@ int cmd_experiment(const std::vector<std::string>& args) {
   note_user_path("[experiment] csv", e.csv);
   // One experiment at a time in it; --finished only reads the runs.
   std::optional<RunLock> lock;
-  if (!finished) lock.emplace(e.out, "[experiment] out");
-  runs::run_experiment(e, !quiet, model_backend(device, tf32), only, finished);
+  if (!select.finished_only) lock.emplace(e.out, "[experiment] out");
+  runs::run_experiment(e, !quiet, model_backend(device, tf32), select);
   if (no_plot) return 0;
   // The figure comes from plots/, which reads the CSV and never recomputes.
   const char* py = std::getenv("PY");

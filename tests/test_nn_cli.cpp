@@ -134,7 +134,8 @@ TEST(nn_cli, quick_experiment_gathers_every_scheme_and_length) {
   // --only reruns one scheme and keeps the other's rows byte for byte, even
   // with its runs gone; the rerun scheme's rows come back the same (same
   // seeds, same bytes).
-  const std::string first_pos = slurp(tmp / "out/x-positions.csv"), first_pk = slurp(tmp / "out/x-passkey.csv");
+  const std::string first_pos = slurp(tmp / "out/x-positions.csv"), first_pk = slurp(tmp / "out/x-passkey.csv"),
+                    first_loss = slurp(tmp / "out/x-loss.csv");
   fs::remove_all(tmp / "runs/rope-s1");
   fs::remove_all(tmp / "runs/rope-s2");
   fs::remove_all(tmp / "runs/alibi-s2");
@@ -145,6 +146,8 @@ TEST(nn_cli, quick_experiment_gathers_every_scheme_and_length) {
   EXPECT_EQ(slurp(tmp / "out/x.csv"), first);
   EXPECT_EQ(slurp(tmp / "out/x-positions.csv"), first_pos);
   EXPECT_EQ(slurp(tmp / "out/x-passkey.csv"), first_pk);
+  // The removed rope runs' loss curves come from the existing -loss.csv.
+  EXPECT_EQ(slurp(tmp / "out/x-loss.csv"), first_loss);
   EXPECT_EQ(nlohmann::json::parse(slurp(tmp / "out/x.csv.json"))["only"], nlohmann::json::array({"alibi"}));
   // Refusals come before any work and leave the CSVs as they were.
   expect_refusal(run_routelab("experiment e.toml --no-plot --quiet --only nope", tmp.path, tmp.path),
@@ -258,6 +261,64 @@ TEST(nn_cli, experiment_by_arm_changes_the_order_of_the_work_not_the_csvs) {
   }
   EXPECT_EQ(csvs[0], csvs[1]);
   EXPECT_EQ(count_lines(slurp(tmp / "seed/out/x.csv")), 1 + 4 * 2);
+}
+
+// --new tops up an experiment whose runs' folders are gone (a fresh clone
+// has the CSVs, not the runs): it trains only the runs the CSV has no rows
+// for and keeps the others' rows, loss curves included, from the existing
+// CSVs, so the result is byte for byte what the whole experiment gives.
+TEST(nn_cli, experiment_new_trains_only_the_runs_the_csv_lacks) {
+  TempDir tmp;
+  const auto file = [](const std::string& seeds, const std::string& csv) {
+    return "[experiment]\nschemes = [\"rope\"]\nseeds = " + seeds + "\nlengths = \"1x,16x\"\nout = \"runs\"\n" +
+           "csv = \"" + csv + "\"\npasskey_trials = 2\npasskey_depths = [0.5]\npasskey_lengths = \"16x\"\n" +
+           "[[experiment.arms]]\nschemes = [\"alibi\"]\nseeds = [1]\n" + tiny_config("nope", 4, 2);
+  };
+  const char* outputs[] = {"out/x.csv", "out/x-positions.csv", "out/x-passkey.csv", "out/x-loss.csv"};
+  const auto csvs = [&](const fs::path& dir) {
+    std::string all;
+    for (const char* f : outputs) all += slurp(dir / f);
+    return all;
+  };
+  const fs::path whole = tmp / "whole", top = tmp / "top";
+  fs::create_directories(whole);
+  fs::create_directories(top);
+  spit(whole / "e.toml", file("[1, 2]", "out/x.csv"));
+  ASSERT_EQ(run_routelab("experiment e.toml --no-plot --quiet", whole.string(), whole.string()).status, 0);
+  spit(top / "e.toml", file("[1]", "out/x.csv"));
+  ASSERT_EQ(run_routelab("experiment e.toml --no-plot --quiet", top.string(), top.string()).status, 0);
+  EXPECT_NE(csvs(top), csvs(whole));
+  // Seed 2 joins the file after the runs' folders are gone.
+  fs::remove_all(top / "runs");
+  spit(top / "e.toml", file("[1, 2]", "out/x.csv"));
+  const auto r = run_routelab("experiment e.toml --no-plot --new", top.string(), top.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("experiment: training runs/rope-s2\n"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("experiment: training runs/rope-s1"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("experiment: training runs/alibi-s1"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(top / "runs/rope-s1"));
+  EXPECT_EQ(csvs(top), csvs(whole));
+  EXPECT_EQ(count_lines(slurp(top / "out/x-loss.csv")), 1 + 3);
+  const auto side = nlohmann::json::parse(slurp(top / "out/x.csv.json"));
+  EXPECT_EQ(side["new_runs"], true);
+  EXPECT_EQ(side["runs"][0]["run"], "runs/rope-s1");
+  EXPECT_EQ(side["runs"][0]["rows_kept_from_previous_csv"], true);
+  EXPECT_FALSE(side["runs"][2].contains("rows_kept_from_previous_csv"));
+  // Nothing left to add: nothing trains, and the CSVs stay as they are.
+  const auto again = run_routelab("experiment e.toml --no-plot --new", top.string(), top.string());
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(again.err.find("experiment: training"), std::string::npos) << again.err;
+  EXPECT_EQ(csvs(top), csvs(whole));
+  // Refusals come before any work.
+  expect_refusal(run_routelab("experiment e.toml --no-plot --new --only rope", top.string(), top.string()),
+                 "--new and --only do not go together");
+  expect_refusal(run_routelab("experiment e.toml --no-plot --new --finished", top.string(), top.string()),
+                 "--finished and --new do not go together");
+  spit(top / "o.toml", file("[1]", "none/x.csv"));
+  expect_refusal(run_routelab("experiment o.toml --no-plot --new", top.string(), top.string()),
+                 "which does not exist; run without --new first");
+  EXPECT_FALSE(fs::exists(top / "none"));
+  EXPECT_EQ(csvs(top), csvs(whole));
 }
 
 // [data] corpus is sweepable: the same schemes on a second corpus, the run

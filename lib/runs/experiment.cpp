@@ -371,32 +371,39 @@ std::string point_prefix(const ExperimentPoint& p) {
   return key + std::to_string(p.config.train.seed) + ",";
 }
 
-// The rows of an existing experiment CSV, for the points --only keeps.
+// The rows of an existing experiment CSV, for the points a selection keeps
+// (`flag` names the selection in refusals).
 struct KeptRows {
   std::string path, text;
-  std::string what;
+  std::string what, flag;
+  // Empty where it has none.
   std::string rows_of(const ExperimentPoint& p) const {
     const std::string prefix = point_prefix(p);
     std::string out;
     std::istringstream in(body(text));
     for (std::string line; std::getline(in, line);)
       if (line.starts_with(prefix)) out += line + "\n";
+    return out;
+  }
+  std::string required_rows_of(const ExperimentPoint& p) const {
+    std::string out = rows_of(p);
     if (out.empty())
-      throw ConfigError(fmt::format("--only: {} ({}) has no rows for {}, so it cannot be kept; run it too, or "
-                                    "run without --only",
-                                    path, what, p.dir));
+      throw ConfigError(fmt::format("{}: {} ({}) has no rows for {}, so it cannot be kept; run it too, or "
+                                    "run without {}",
+                                    flag, path, what, p.dir, flag));
     return out;
   }
 };
 
-KeptRows read_kept(const std::string& path, const std::string& header, const std::string& what) {
+KeptRows read_kept(const std::string& path, const std::string& header, const std::string& what,
+                   const std::string& flag) {
   if (!fs::is_regular_file(path))
-    throw ConfigError(fmt::format("--only keeps the other runs' rows from {} ({}), which does not exist; run "
-                                  "without --only first",
-                                  path, what));
-  KeptRows k{path, slurp(path), what};
+    throw ConfigError(fmt::format("{} keeps the other runs' rows from {} ({}), which does not exist; run "
+                                  "without {} first",
+                                  flag, path, what, flag));
+  KeptRows k{path, slurp(path), what, flag};
   if (!k.text.starts_with(header))
-    throw ConfigError(fmt::format("--only: {} ({}) does not start with this experiment's header {}", path, what,
+    throw ConfigError(fmt::format("{}: {} ({}) does not start with this experiment's header {}", flag, path, what,
                                   header.substr(0, header.size() - 1)));
   return k;
 }
@@ -498,10 +505,18 @@ std::string experiment_listing(const ExperimentConfig& e) {
 }
 
 void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendFactory& backend,
-                    const std::vector<std::string>& only, bool finished_only) {
+                    const RunSelection& select) {
   const auto start = std::chrono::steady_clock::now();
+  const std::vector<std::string>& only = select.only;
+  const bool finished_only = select.finished_only, new_runs = select.new_runs;
   if (finished_only && !only.empty())
     throw ConfigError("--finished and --only do not go together: --finished trains nothing, --only retrains");
+  if (finished_only && new_runs)
+    throw ConfigError("--finished and --new do not go together: --finished trains nothing, --new trains the runs "
+                      "the CSVs lack");
+  if (new_runs && !only.empty())
+    throw ConfigError("--new and --only do not go together: --new takes the runs the CSVs lack, --only the "
+                      "schemes it names");
   for (std::size_t i = 0; i < only.size(); ++i) {
     if (std::find(e.schemes.begin(), e.schemes.end(), only[i]) == e.schemes.end())
     {
@@ -512,24 +527,30 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
     if (std::find(only.begin(), only.begin() + i, only[i]) != only.begin() + i)
       throw ConfigError(fmt::format("--only lists '{}' twice", only[i]));
   }
-  const auto reruns = [&](const ExperimentPoint& p) {
-    return only.empty() || std::find(only.begin(), only.end(), p.config.model.scheme) != only.end();
-  };
   // The kept rows are read, and every kept point found in them, before any
   // run trains.
   const std::vector<std::string>& keys = e.swept_keys;
+  const bool keeps = !only.empty() || new_runs;
+  const std::string flag = new_runs ? "--new" : "--only";
   std::vector<KeptRows> kept;
+  std::optional<KeptRows> kept_loss;  // older experiments have no -loss.csv
+  if (keeps) {
+    kept.push_back(read_kept(e.csv, with_swept(eval_csv_header(), keys), "[experiment] csv", flag));
+    kept.push_back(read_kept(positions_path(e.csv), with_swept(positions_csv_header(), keys), "its -positions.csv", flag));
+    if (e.passkey_trials > 0)
+      kept.push_back(read_kept(passkey_path(e.csv), with_swept(passkey_csv_header(), keys), "its -passkey.csv", flag));
+    if (fs::exists(loss_path(e.csv)))
+      kept_loss = read_kept(loss_path(e.csv), with_swept(loss_curve_header(), keys), "its -loss.csv", flag);
+  }
+  const auto reruns = [&](const ExperimentPoint& p) {
+    if (new_runs) return kept[0].rows_of(p).empty();
+    return only.empty() || std::find(only.begin(), only.end(), p.config.model.scheme) != only.end();
+  };
   // Per point, the kept rows of each CSV (eval, positions, passkey).
   std::vector<std::vector<std::string>> kept_rows(e.points.size());
-  if (!only.empty()) {
-    kept.push_back(read_kept(e.csv, with_swept(eval_csv_header(), keys), "[experiment] csv"));
-    kept.push_back(read_kept(positions_path(e.csv), with_swept(positions_csv_header(), keys), "its -positions.csv"));
-    if (e.passkey_trials > 0)
-      kept.push_back(read_kept(passkey_path(e.csv), with_swept(passkey_csv_header(), keys), "its -passkey.csv"));
-    for (std::size_t i = 0; i < e.points.size(); ++i)
-      if (!reruns(e.points[i]))
-        for (const KeptRows& k : kept) kept_rows[i].push_back(k.rows_of(e.points[i]));
-  }
+  for (std::size_t i = 0; keeps && i < e.points.size(); ++i)
+    if (!reruns(e.points[i]))
+      for (const KeptRows& k : kept) kept_rows[i].push_back(k.required_rows_of(e.points[i]));
   // The combined CSVs are checked before any run trains; their folder is
   // made first (it is part of the experiment's tree).
   const fs::path csv_dir = fs::path(e.csv).parent_path();
@@ -564,9 +585,13 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
       rows += k[0];
       pos_rows += k[1];
       if (e.passkey_trials > 0) passkey_rows += k[2];
-      // A kept run's loss curve, where its folder still holds the log.
-      loss_rows += with_swept(loss_curve_rows(slurp(train_log_path(dir)), c.model.scheme, c.train.seed),
-                              p.swept_values);
+      // A kept run's loss curve from its own log, where its folder still
+      // holds it, else as the existing -loss.csv has it (if at all).
+      if (fs::exists(train_log_path(dir)))
+        loss_rows += with_swept(loss_curve_rows(slurp(train_log_path(dir)), c.model.scheme, c.train.seed),
+                                p.swept_values);
+      else if (kept_loss)
+        loss_rows += kept_loss->rows_of(p);
       runs.push_back({{"run", dir}, {"scheme", c.model.scheme}, {"seed", c.train.seed}, {"swept", values},
                       {"rows_kept_from_previous_csv", true}});
       continue;
@@ -593,7 +618,8 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
   files.set(loss_path(e.csv), with_swept(loss_curve_header(), keys) + loss_rows);
   nlohmann::json cfg = {{"command", "experiment"}, {"config", to_json(e.base)}, {"schemes", e.schemes},
                         {"seeds", e.seeds},         {"swept_keys", keys},       {"lengths", e.lengths},
-                        {"only", only},             {"finished_only", finished_only},
+                        {"only", only},             {"new_runs", new_runs},
+                        {"finished_only", finished_only},
                         {"runs", runs}};
   files.set(e.csv + ".json",
             sidecar_text(e.csv, cfg, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));

@@ -72,20 +72,31 @@ std::vector<std::size_t> training_order(const ExperimentConfig& e);
 // train"). Reads checkpoints' headers only.
 std::string experiment_listing(const ExperimentConfig& e);
 
-// Takes every run not yet done through one pass (train, evaluate, passkey
-// retrieval; each step kept where it is already done for the same
+// Which runs a call takes through the workflow. By default every run; the
+// others' rows are kept, byte for byte, from the experiment's existing CSVs
+// (their loss curves from the run's own log where its folder still holds it,
+// else from the existing -loss.csv).
+struct RunSelection {
+  // --only: just these schemes' runs, so one scheme can be retrained (a
+  // changed default, say) without retraining the rest.
+  std::vector<std::string> only;
+  // --new: just the runs the existing CSV has no rows for (seeds or arms
+  // added since), so a setting can be topped up where the other runs'
+  // folders are gone (a fresh clone has the CSVs, not the runs).
+  bool new_runs = false;
+  // --finished: none; the CSVs get the rows of the runs already done (a long
+  // experiment's results so far; the sidecar marks the others "unfinished").
+  bool finished_only = false;
+};
+
+// Takes every selected run not yet done through one pass (train, evaluate,
+// passkey retrieval; each step kept where it is already done for the same
 // questions), then writes the combined CSVs.
 // Training and evaluation run on `backend` (empty: the CPU); passkey retrieval
-// stays on the CPU. A non-empty `only` (schemes of the experiment) reruns
-// just those schemes' points: every other point's rows are kept, byte for
-// byte, from the experiment's existing CSVs, so one scheme can be retrained
-// (a changed default, say) without retraining the rest. Refused (ConfigError,
-// before any work) when a name is not one of the experiment's schemes or the
-// existing CSVs lack a header or rows for a kept point. `finished_only`
-// trains and evaluates nothing: the CSVs get the rows of the runs already
-// done (a long experiment's results so far; the sidecar marks the others
-// "unfinished").
+// stays on the CPU. Refused (ConfigError, before any work) when two
+// selections are combined, a name in `only` is not one of the experiment's
+// schemes, or the existing CSVs lack a header or rows for a kept run.
 void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendFactory& backend = {},
-                    const std::vector<std::string>& only = {}, bool finished_only = false);
+                    const RunSelection& select = {});
 
 }  // namespace routelab::runs
