@@ -76,6 +76,10 @@ TEST(runs_config, round_trips_through_its_own_toml) {
   EXPECT_EQ(parse_config_text(to_toml(c)), c);
   c = parse_config_text("[model]\nscheme = \"learned_qk\"\nlearned_sigma = 0.03\nlearned_shared = true\n");
   EXPECT_EQ(parse_config_text(to_toml(c)), c);
+  c = parse_config_text("[train]\nseed = 3\ndata_seed = 5\n");
+  EXPECT_EQ(parse_config_text(to_toml(c)), c);
+  EXPECT_EQ(c.train.batch_seed(), 5u);
+  EXPECT_EQ(parse_config_text("[train]\nseed = 3\n").train.batch_seed(), 3u);  // 0, the default, takes seed's
   EXPECT_EQ(c.model.learned_init, "normal");  // the default since issue 14
 }
 
@@ -89,6 +93,7 @@ TEST(runs_config, reads_back_from_its_own_json) {
   EXPECT_EQ(from_json(to_json(c), "sidecar"), c);
   nlohmann::json old = to_json(c);
   old["train"].erase("passkey_fraction");  // a sidecar from before the key existed
+  old["train"].erase("data_seed");
   EXPECT_EQ(from_json(old, "sidecar"), c);
   const auto refused = [](nlohmann::json j, const char* want) {
     try {
@@ -198,6 +203,20 @@ TEST(runs_run_dir, checkpoints_compare_householder_beta) {
   ck.config["model"].erase("householder_beta");
   EXPECT_NO_THROW(require_same_config(ck, path, "ck"));
   EXPECT_THROW(require_same_config(ck, reflection, "ck"), CheckpointError);
+}
+
+// A checkpoint from before data_seed existed drew its batches from seed (0,
+// the default); another data stream is refused.
+TEST(runs_run_dir, checkpoints_compare_data_seed) {
+  const RunConfig c = parse_config_text("[model]\nscheme = \"rope\"\n");
+  Checkpoint ck;
+  ck.config = to_json(c);
+  ck.params.resize(nn::param_count(c.model));
+  ck.config["train"].erase("data_seed");
+  EXPECT_NO_THROW(require_same_config(ck, c, "ck"));
+  EXPECT_THROW(require_same_config(ck, parse_config_text("[model]\nscheme = \"rope\"\n[train]\ndata_seed = 2\n"),
+                                   "ck"),
+               CheckpointError);
 }
 
 // The same configuration with another number of weights (a truncated or

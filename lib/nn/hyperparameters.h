@@ -55,7 +55,15 @@ struct TrainConfig {
   // The share of training windows replaced by a passkey retrieval sample of
   // the training length (nn/passkey.h): data in which far context pays.
   double passkey_fraction = 0;
+  // Draws the initial weights, the random angles and, unless data_seed is
+  // set, the training batches.
   uint64_t seed = 1;
+  // The training batches' stream alone (their offsets and passkey samples);
+  // 0 takes seed's. With it a run keeps its initial weights and angles and
+  // changes only the order of its data, or the reverse, so seed-to-seed
+  // spread can be split between the two.
+  uint64_t data_seed = 0;
+  uint64_t batch_seed() const { return data_seed ? data_seed : seed; }
   int checkpoint_every = 100;
   int log_every = 10;
   bool operator==(const TrainConfig&) const = default;

@@ -139,6 +139,9 @@ RunConfig parse_run_config(const toml::table& t, const std::string& where, const
     long long seed = (long long)c.train.seed;
     r.integer64("seed", seed, 0, (1LL << 62));
     c.train.seed = uint64_t(seed);
+    long long data_seed = (long long)c.train.data_seed;
+    r.integer64("data_seed", data_seed, 0, (1LL << 62));
+    c.train.data_seed = uint64_t(data_seed);
     r.integer("checkpoint_every", c.train.checkpoint_every, 1, 1 << 30);
     r.integer("log_every", c.train.log_every, 1, 1 << 30);
     r.finish();
@@ -224,6 +227,7 @@ std::string to_toml(const RunConfig& c) {
     << "\nweight_decay = " << num(t.weight_decay) << "\nbeta1 = " << num(t.beta1) << "\nbeta2 = " << num(t.beta2)
     << "\neps = " << num(t.eps) << "\ngrad_clip = " << num(t.grad_clip)
     << "\npasskey_fraction = " << num(t.passkey_fraction) << "\nseed = " << t.seed
+    << "\ndata_seed = " << t.data_seed
     << "\ncheckpoint_every = " << t.checkpoint_every << "\nlog_every = " << t.log_every << "\n\n[data]\ncorpus = "
     << toml::value<std::string>(c.corpus) << "\n";
   return o.str();
@@ -242,7 +246,8 @@ nlohmann::json to_json(const RunConfig& c) {
            {{"batch", t.batch}, {"steps", t.steps}, {"lr", t.lr}, {"min_lr_ratio", t.min_lr_ratio},
             {"warmup", t.warmup}, {"weight_decay", t.weight_decay}, {"beta1", t.beta1}, {"beta2", t.beta2},
             {"eps", t.eps}, {"grad_clip", t.grad_clip},
-            {"passkey_fraction", t.passkey_fraction}, {"seed", t.seed}, {"checkpoint_every", t.checkpoint_every},
+            {"passkey_fraction", t.passkey_fraction}, {"seed", t.seed}, {"data_seed", t.data_seed},
+            {"checkpoint_every", t.checkpoint_every},
             {"log_every", t.log_every}}},
           {"data", {{"corpus", c.corpus}}}};
 }

@@ -5,7 +5,8 @@
 //            rope_base, learned_init, learned_sigma, learned_shared,
 //            householder_beta
 //   [train]  batch, steps, lr, min_lr_ratio, warmup, weight_decay, beta1,
-//            beta2, eps, grad_clip, seed, checkpoint_every, log_every
+//            beta2, eps, grad_clip, passkey_fraction, seed, data_seed,
+//            checkpoint_every, log_every
 //   [data]   corpus
 // Every key has a default; an unknown key or table, a value of the wrong type
 // or out of range is a ConfigError naming it and what is accepted.

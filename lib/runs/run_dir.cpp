@@ -128,6 +128,8 @@ void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::st
   if (have.contains("model") && !have["model"].contains("learned_shared")) have["model"]["learned_shared"] = false;
   // ... and before passkey_fraction (issue 35).
   if (have.contains("train") && !have["train"].contains("passkey_fraction")) have["train"]["passkey_fraction"] = 0.0;
+  // ... and before data_seed.
+  if (have.contains("train") && !have["train"].contains("data_seed")) have["train"]["data_seed"] = 0;
   const std::string d = first_difference(have, want, "");
   if (!d.empty())
     throw CheckpointError(

@@ -173,7 +173,7 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
   const auto loop_start = std::chrono::steady_clock::now();
   for (int step = summary.start_step; step < c.train.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
-    training_batch(corpus.train, T, first_b, local_B, c.train.seed, step, tokens.data(), targets.data(),
+    training_batch(corpus.train, T, first_b, local_B, c.train.batch_seed(), step, tokens.data(), targets.data(),
                    c.train.passkey_fraction);
     last_loss = model->forward(tokens.data(), targets.data(), local_B, T, uint64_t(step), true, first_b);
     model->backward();
