@@ -168,13 +168,20 @@ TEST(runs_config, every_default_key_maps_back_to_its_section) {
   }
   EXPECT_GT(keys, 20u);
 }
+// A checkpoint of `c` as training writes it: its configuration and as many
+// weights as it has.
+Checkpoint checkpoint_of(const RunConfig& c) {
+  Checkpoint ck;
+  ck.config = to_json(c);
+  ck.params.resize(nn::param_count(c.model));
+  return ck;
+}
+
 // A checkpoint from before learned_sigma and learned_shared existed had their
 // defaults; a changed key is refused.
 TEST(runs_run_dir, checkpoints_compare_the_learned_starts) {
   const RunConfig normal = parse_config_text("[model]\nscheme = \"learned_qk\"\nlearned_init = \"uniform\"\n");
-  Checkpoint ck;
-  ck.config = to_json(normal);
-  ck.params.resize(nn::param_count(normal.model));
+  Checkpoint ck = checkpoint_of(normal);
   ck.config["model"].erase("learned_sigma");
   ck.config["model"].erase("learned_shared");
   EXPECT_NO_THROW(require_same_config(ck, normal, "ck"));
@@ -190,9 +197,7 @@ TEST(runs_run_dir, checkpoints_compare_the_learned_starts) {
 TEST(runs_run_dir, checkpoints_compare_householder_beta) {
   RunConfig path = parse_config_text("[model]\nscheme = \"householder_qk\"\n");
   RunConfig reflection = parse_config_text("[model]\nscheme = \"householder_qk\"\nhouseholder_beta = \"reflection\"\n");
-  Checkpoint ck;
-  ck.config = to_json(path);
-  ck.params.resize(nn::param_count(path.model));
+  Checkpoint ck = checkpoint_of(path);
   EXPECT_NO_THROW(require_same_config(ck, path, "ck"));
   try {
     require_same_config(ck, reflection, "ck");
@@ -209,9 +214,7 @@ TEST(runs_run_dir, checkpoints_compare_householder_beta) {
 // the default); another data stream is refused.
 TEST(runs_run_dir, checkpoints_compare_data_seed) {
   const RunConfig c = parse_config_text("[model]\nscheme = \"rope\"\n");
-  Checkpoint ck;
-  ck.config = to_json(c);
-  ck.params.resize(nn::param_count(c.model));
+  Checkpoint ck = checkpoint_of(c);
   ck.config["train"].erase("data_seed");
   EXPECT_NO_THROW(require_same_config(ck, c, "ck"));
   EXPECT_THROW(require_same_config(ck, parse_config_text("[model]\nscheme = \"rope\"\n[train]\ndata_seed = 2\n"),
@@ -223,9 +226,8 @@ TEST(runs_run_dir, checkpoints_compare_data_seed) {
 // foreign file) is refused wherever a checkpoint is loaded.
 TEST(runs_run_dir, checkpoints_hold_their_configurations_parameters) {
   const RunConfig c = parse_config_text("[model]\nscheme = \"rope\"\n");
-  Checkpoint ck;
-  ck.config = to_json(c);
-  ck.params.resize(nn::param_count(c.model) - 1);
+  Checkpoint ck = checkpoint_of(c);
+  ck.params.pop_back();
   try {
     require_same_config(ck, c, "ck");
     ADD_FAILURE() << "a checkpoint one parameter short was accepted";

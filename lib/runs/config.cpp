@@ -136,12 +136,13 @@ RunConfig parse_run_config(const toml::table& t, const std::string& where, const
     r.real("eps", c.train.eps, 0.0, 1.0, true);
     r.real("grad_clip", c.train.grad_clip, 0.0, 1e9);
     r.real("passkey_fraction", c.train.passkey_fraction, 0.0, 1.0);
-    long long seed = (long long)c.train.seed;
-    r.integer64("seed", seed, 0, (1LL << 62));
-    c.train.seed = uint64_t(seed);
-    long long data_seed = (long long)c.train.data_seed;
-    r.integer64("data_seed", data_seed, 0, (1LL << 62));
-    c.train.data_seed = uint64_t(data_seed);
+    const auto seed_key = [&](const char* key, uint64_t& value) {
+      long long v = (long long)value;
+      r.integer64(key, v, 0, (1LL << 62));
+      value = uint64_t(v);
+    };
+    seed_key("seed", c.train.seed);
+    seed_key("data_seed", c.train.data_seed);
     r.integer("checkpoint_every", c.train.checkpoint_every, 1, 1 << 30);
     r.integer("log_every", c.train.log_every, 1, 1 << 30);
     r.finish();

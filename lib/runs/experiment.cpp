@@ -542,15 +542,17 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
     if (fs::exists(loss_path(e.csv)))
       kept_loss = read_kept(loss_path(e.csv), with_swept(loss_curve_header(), keys), "its -loss.csv", flag);
   }
-  const auto reruns = [&](const ExperimentPoint& p) {
-    if (new_runs) return kept[0].rows_of(p).empty();
-    return only.empty() || std::find(only.begin(), only.end(), p.config.model.scheme) != only.end();
-  };
-  // Per point, the kept rows of each CSV (eval, positions, passkey).
+  // Per point, whether this call takes it through the workflow, and if not,
+  // its kept rows of each CSV (eval, positions, passkey).
+  std::vector<bool> reruns(e.points.size(), true);
   std::vector<std::vector<std::string>> kept_rows(e.points.size());
-  for (std::size_t i = 0; keeps && i < e.points.size(); ++i)
-    if (!reruns(e.points[i]))
-      for (const KeptRows& k : kept) kept_rows[i].push_back(k.required_rows_of(e.points[i]));
+  for (std::size_t i = 0; keeps && i < e.points.size(); ++i) {
+    const ExperimentPoint& p = e.points[i];
+    reruns[i] = new_runs ? kept[0].rows_of(p).empty()
+                         : std::find(only.begin(), only.end(), p.config.model.scheme) != only.end();
+    if (!reruns[i])
+      for (const KeptRows& k : kept) kept_rows[i].push_back(k.required_rows_of(p));
+  }
   // The combined CSVs are checked before any run trains; their folder is
   // made first (it is part of the experiment's tree).
   const fs::path csv_dir = fs::path(e.csv).parent_path();
@@ -565,8 +567,8 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
   // gathered below in the points' order, whatever the order of the work.
   std::vector<std::optional<PointRows>> done(e.points.size());
   for (const std::size_t i : training_order(e)) {
+    if (!reruns[i]) continue;
     const ExperimentPoint& p = e.points[i];
-    if (!reruns(p)) continue;
     // No `routelab train` in the run meanwhile; --finished only reads it.
     std::optional<RunLock> lock;
     if (!finished_only) lock.emplace(p.dir, "[experiment] out's run");
@@ -580,7 +582,7 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
     const std::string& dir = p.dir;
     nlohmann::json values = nlohmann::json::object();
     for (std::size_t k = 0; k < e.swept_keys.size(); ++k) values[e.swept_keys[k]] = p.swept_values[k];
-    if (!reruns(p)) {
+    if (!reruns[i]) {
       const std::vector<std::string>& k = kept_rows[i];
       rows += k[0];
       pos_rows += k[1];

@@ -121,15 +121,20 @@ void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::st
     (*j)["train"].erase("log_every");
     j->erase("data");
   }
-  // Checkpoints from before householder_beta existed had its default.
-  if (have.contains("model") && !have["model"].contains("householder_beta")) have["model"]["householder_beta"] = "path";
-  // ... and before learned_sigma and learned_shared (issue 14).
-  if (have.contains("model") && !have["model"].contains("learned_sigma")) have["model"]["learned_sigma"] = 1.0;
-  if (have.contains("model") && !have["model"].contains("learned_shared")) have["model"]["learned_shared"] = false;
-  // ... and before passkey_fraction (issue 35).
-  if (have.contains("train") && !have["train"].contains("passkey_fraction")) have["train"]["passkey_fraction"] = 0.0;
-  // ... and before data_seed.
-  if (have.contains("train") && !have["train"].contains("data_seed")) have["train"]["data_seed"] = 0;
+  // Checkpoints written before a key existed had the value it was added with.
+  // Not from_json's defaults: a default may change later (learned_init did).
+  static const struct {
+    const char *section, *key;
+    nlohmann::json before;
+  } added_keys[] = {
+      {"model", "householder_beta", "path"},
+      {"model", "learned_sigma", 1.0},  // issue 14
+      {"model", "learned_shared", false},
+      {"train", "passkey_fraction", 0.0},  // issue 35
+      {"train", "data_seed", 0},
+  };
+  for (const auto& a : added_keys)
+    if (have.contains(a.section) && !have[a.section].contains(a.key)) have[a.section][a.key] = a.before;
   const std::string d = first_difference(have, want, "");
   if (!d.empty())
     throw CheckpointError(
