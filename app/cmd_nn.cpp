@@ -247,6 +247,10 @@ int cmd_probe(const std::vector<std::string>& args) {
                  "evaluation windows probed per length, the first ones (default 4: 64x of 128 in about a minute)");
   app.add_option("--eps", o.eps, "mixing windows: the distance where |E e^{i Theta}| falls below eps (default 0.05)");
   app.add_option("--csv", o.csv, "CSV (default RUN/probe.csv for one run); angles go to FILE-angles.csv");
+  app.add_flag("--update", o.update,
+               "merge into the existing CSVs: these runs' rows replace theirs (or follow the rest), every other "
+               "run's rows are kept; the files must come from a probe with the same --lengths, --max-windows and "
+               "--eps");
   add_threads_option(app, threads);
   app.add_flag("--quiet", quiet, "no progress lines");
   if (int s = parse_subcommand(app, args, "probe"); s >= 0) return s;

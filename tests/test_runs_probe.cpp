@@ -468,6 +468,47 @@ TEST(nn_cli, probe_reads_householder_directions_and_block_shares) {
   EXPECT_EQ(rrows, hrows);
 }
 
+// --update: a clone has the committed probe CSVs but not the runs behind
+// them, so a new run's probe is merged into them. The merge must give the
+// bytes a probe of every run at once gives, re-probing a run must replace
+// its rows where they stand, and a merge of unlike probes is refused.
+TEST(nn_cli, probe_update_merges_new_runs_and_replaces_old_ones_in_place) {
+  TempDir tmp;
+  spit(tmp / "a.toml", tiny_config("random_qk", 5, 5));
+  spit(tmp / "b.toml", tiny_config("learned_qkv", 5, 5));
+  ASSERT_EQ(run_routelab("train --config a.toml --out a --quiet", tmp.path, tmp.path).status, 0);
+  ASSERT_EQ(run_routelab("train --config b.toml --out b --quiet", tmp.path, tmp.path).status, 0);
+  const std::string probe = "probe --lengths 1x --window 4 --max-windows 1 --quiet ";
+  ASSERT_EQ(run_routelab(probe + "--run a b --csv all.csv", tmp.path, tmp.path).status, 0);
+  ASSERT_EQ(run_routelab(probe + "--run a --csv p.csv", tmp.path, tmp.path).status, 0);
+  const auto merged = run_routelab(probe + "--run b --csv p.csv --update", tmp.path, tmp.path);
+  ASSERT_EQ(merged.status, 0) << merged.err;
+  for (const char* suffix : {".csv", "-angles.csv", "-phases.csv"})
+    EXPECT_EQ(slurp(tmp / (std::string("p") + suffix)), slurp(tmp / (std::string("all") + suffix))) << suffix;
+  auto runs_of = [&](const char* side) {
+    std::vector<std::string> out;
+    const auto json = nlohmann::json::parse(slurp(tmp / side));
+    for (const auto& r : json["runs"]) out.push_back(r["run"]);
+    return out;
+  };
+  EXPECT_EQ(runs_of("p.csv.json"), (std::vector<std::string>{"a", "b"}));
+  // Re-probing a, the first run, leaves every row where it was.
+  const std::string before = slurp(tmp / "p.csv"), angles_before = slurp(tmp / "p-angles.csv");
+  ASSERT_EQ(run_routelab(probe + "--run a --csv p.csv --update", tmp.path, tmp.path).status, 0);
+  EXPECT_EQ(slurp(tmp / "p.csv"), before);
+  EXPECT_EQ(slurp(tmp / "p-angles.csv"), angles_before);
+  EXPECT_EQ(runs_of("p.csv.json"), (std::vector<std::string>{"a", "b"}));
+
+  expect_refusals_touch_nothing(
+      {{"probe --lengths 1x --window 4 --max-windows 1 --run a --csv none.csv --update", "none.csv, which does not"},
+       {"probe --lengths 1x,2x --window 4 --max-windows 1 --run a --csv p.csv --update",
+        "--lengths 1x --max-windows 1"},
+       {"probe --lengths 1x --window 4 --max-windows 1 --eps 0.1 --run a --csv p.csv --update", "--eps 0.05"},
+       {"probe --lengths 1x --window 4 --max-windows 1 --run a b a --csv p.csv", "--run: a is named"},
+       {"probe --lengths 1x --window 4 --max-windows 1 --run a --csv all-angles.csv --update", "does not start"}},
+      tmp.path);
+}
+
 TEST(nn_cli, probe_refuses_bad_input_before_writing) {
   TempDir tmp;
   spit(tmp / "c.toml", tiny_config("rope", 5, 5));

@@ -11,6 +11,7 @@
 #include <system_error>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include <fmt/core.h>
@@ -65,6 +66,18 @@ std::string format_number(double x) {
 }
 
 std::string format_number(std::optional<double> x) { return x ? format_number(*x) : ""; }
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string text;
+  if (f) text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  return text;
+}
+
+std::string csv_body(const std::string& csv) {
+  const auto nl = csv.find('\n');
+  return nl == std::string::npos ? "" : csv.substr(nl + 1);
+}
 
 void write_file_atomic(const std::string& path, const std::string& text) {
   const std::string tmp = temporary_beside(path);

@@ -35,6 +35,13 @@ std::string csv_field(const std::string& s);
 std::string format_number(double x);
 std::string format_number(std::optional<double> x);
 
+// The whole file as bytes; empty if it cannot be read (callers that need to
+// tell the two apart check first).
+std::string read_text_file(const std::string& path);
+
+// A CSV's rows without its header line.
+std::string csv_body(const std::string& csv);
+
 // Writes `text` to `path` atomically (temporary file in the same folder, then
 // rename). Throws std::filesystem::filesystem_error naming the path and the
 // error on failure (io/user_paths.h turns it into a refusal).

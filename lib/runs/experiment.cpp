@@ -28,23 +28,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// The rows of a CSV without its header line.
-std::string body(const std::string& csv) {
-  const auto nl = csv.find('\n');
-  return nl == std::string::npos ? "" : csv.substr(nl + 1);
-}
-
-}  // namespace
-
-namespace {
-
 // A swept value as run names and CSV cells write it: text bare, numbers as
 // TOML reads them back (fmt's shortest form).
 std::string value_text(const toml::node& n) {
@@ -380,7 +363,7 @@ struct KeptRows {
   std::string rows_of(const ExperimentPoint& p) const {
     const std::string prefix = point_prefix(p);
     std::string out;
-    std::istringstream in(body(text));
+    std::istringstream in(csv_body(text));
     for (std::string line; std::getline(in, line);)
       if (line.starts_with(prefix)) out += line + "\n";
     return out;
@@ -401,7 +384,7 @@ KeptRows read_kept(const std::string& path, const std::string& header, const std
     throw ConfigError(fmt::format("{} keeps the other runs' rows from {} ({}), which does not exist; run "
                                   "without {} first",
                                   flag, path, what, flag));
-  KeptRows k{path, slurp(path), what, flag};
+  KeptRows k{path, read_text_file(path), what, flag};
   if (!k.text.starts_with(header))
     throw ConfigError(fmt::format("{}: {} ({}) does not start with this experiment's header {}", flag, path, what,
                                   header.substr(0, header.size() - 1)));
@@ -415,7 +398,7 @@ std::string point_passkey_csv(const ExperimentPoint& p) { return (fs::path(p.dir
 // Whether eval_csv holds a finished evaluation at these lengths (its sidecar
 // is written last).
 bool evaluated_at(const std::string& eval_csv, const std::string& lengths) {
-  const auto side = nlohmann::json::parse(slurp(eval_csv + ".json"), nullptr, false);
+  const auto side = nlohmann::json::parse(read_text_file(eval_csv + ".json"), nullptr, false);
   return !side.is_discarded() && side.value("lengths_text", "") == lengths;
 }
 
@@ -447,7 +430,7 @@ std::optional<PointRows> run_point(const ExperimentConfig& e, const ExperimentPo
   const bool evaluated = trained && evaluated_at(eval_csv, e.lengths);
   // Kept only when it asked the same questions.
   const auto asked_the_same = [&] {
-    const auto side = nlohmann::json::parse(slurp(pk + ".json"), nullptr, false);
+    const auto side = nlohmann::json::parse(read_text_file(pk + ".json"), nullptr, false);
     return !side.is_discarded() && side.value("trials", 0) == e.passkey_trials &&
            side.value("lengths_text", "") == e.passkey_lengths && side.contains("depths") &&
            side["depths"].get<std::vector<double>>() == e.passkey_depths;
@@ -459,13 +442,14 @@ std::optional<PointRows> run_point(const ExperimentConfig& e, const ExperimentPo
     out.train_seconds = train_run(c, {dir, true, progress, backend}).wall_seconds;
   }
   if (!evaluated) evaluate_run(dir, e.lengths, eval_csv, progress, backend);
-  out.eval = with_swept(body(slurp(eval_csv)), p.swept_values);
-  out.positions = with_swept(body(slurp(positions_path(eval_csv))), p.swept_values);
-  out.loss = with_swept(loss_curve_rows(slurp(train_log_path(dir)), c.model.scheme, c.train.seed), p.swept_values);
+  out.eval = with_swept(csv_body(read_text_file(eval_csv)), p.swept_values);
+  out.positions = with_swept(csv_body(read_text_file(positions_path(eval_csv))), p.swept_values);
+  out.loss = with_swept(loss_curve_rows(read_text_file(train_log_path(dir)), c.model.scheme, c.train.seed),
+                        p.swept_values);
   if (e.passkey_trials > 0) {
     if (!passkey_done)
       passkey_run(dir, e.passkey_lengths, e.passkey_depths, e.passkey_trials, 1, pk, progress, backend);
-    out.passkey = with_swept(body(slurp(pk)), p.swept_values);
+    out.passkey = with_swept(csv_body(read_text_file(pk)), p.swept_values);
   }
   return out;
 }
@@ -590,7 +574,7 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
       // A kept run's loss curve from its own log, where its folder still
       // holds it, else as the existing -loss.csv has it (if at all).
       if (fs::exists(train_log_path(dir)))
-        loss_rows += with_swept(loss_curve_rows(slurp(train_log_path(dir)), c.model.scheme, c.train.seed),
+        loss_rows += with_swept(loss_curve_rows(read_text_file(train_log_path(dir)), c.model.scheme, c.train.seed),
                                 p.swept_values);
       else if (kept_loss)
         loss_rows += kept_loss->rows_of(p);

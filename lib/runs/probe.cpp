@@ -5,6 +5,7 @@
 #include <cmath>
 #include <complex>
 #include <filesystem>
+#include <sstream>
 #include <stdexcept>
 
 #include <Eigen/Core>
@@ -456,6 +457,72 @@ std::string probe_phases_csv_header() {
 
 std::string probe_phases_path(const std::string& csv) { return csv_with_suffix(csv, "-phases.csv"); }
 
+namespace {
+
+// The files --update merges into, read and checked before any work.
+struct ProbeFiles {
+  std::string rows, angle_rows, phase_rows;
+  nlohmann::json runs = nlohmann::json::array();
+};
+
+ProbeFiles read_probe_files(const ProbeOptions& o) {
+  ProbeFiles f;
+  if (!o.update) return f;
+  const std::pair<std::string, std::string> files[] = {{o.csv, probe_csv_header()},
+                                                       {probe_angles_path(o.csv), probe_angles_csv_header()},
+                                                       {probe_phases_path(o.csv), probe_phases_csv_header()},
+                                                       {o.csv + ".json", "{"}};
+  std::string* bodies[] = {&f.rows, &f.angle_rows, &f.phase_rows};
+  for (std::size_t i = 0; i < 4; ++i) {
+    const auto& [path, header] = files[i];
+    if (!fs::is_regular_file(path))
+      throw ConfigError(fmt::format("--update keeps the other runs' rows from {}, which does not exist; probe "
+                                    "without --update first",
+                                    path));
+    const std::string text = read_text_file(path);
+    if (!text.starts_with(header))
+      throw ConfigError(fmt::format("--update: {} does not start with the probe's {}", path,
+                                    i < 3 ? "header " + header.substr(0, header.find(',')) + ",..." : "sidecar"));
+    if (i < 3) *bodies[i] = csv_body(text);
+  }
+  const auto side = nlohmann::json::parse(read_text_file(o.csv + ".json"), nullptr, false);
+  if (side.is_discarded() || side.value("command", "") != "probe" || !side.contains("runs"))
+    throw ConfigError(fmt::format("--update: {}.json is not a probe's sidecar", o.csv));
+  // Rows probed over other windows or with another eps are not comparable.
+  if (side.value("lengths_text", "") != o.lengths || side.value("max_windows", -1) != o.max_windows ||
+      side.value("eps", -1.0) != o.eps)
+    throw ConfigError(fmt::format("--update: {} was probed with --lengths {} --max-windows {} --eps {}; probe "
+                                  "with the same, or without --update",
+                                  o.csv, side.value("lengths_text", "?"), side.value("max_windows", -1),
+                                  side.value("eps", -1.0)));
+  f.runs = side["runs"];
+  return f;
+}
+
+// `kept` (a CSV body) with each probed run's rows `fresh[i]` (those whose
+// first cells are `prefix[i]`) in place of its old rows, or after the rest
+// where it had none.
+std::string replace_run_rows(const std::string& kept, const std::vector<std::string>& prefix,
+                             const std::vector<std::string>& fresh) {
+  std::vector<bool> placed(prefix.size(), false);
+  std::string out;
+  std::istringstream in(kept);
+  for (std::string line; std::getline(in, line);) {
+    const auto i = std::find_if(prefix.begin(), prefix.end(), [&](const auto& p) { return line.starts_with(p); });
+    if (i == prefix.end()) {
+      out += line + "\n";
+    } else if (const auto at = std::size_t(i - prefix.begin()); !placed[at]) {
+      out += fresh[at];
+      placed[at] = true;
+    }
+  }
+  for (std::size_t i = 0; i < prefix.size(); ++i)
+    if (!placed[i]) out += fresh[i];
+  return out;
+}
+
+}  // namespace
+
 std::string probe_runs(const ProbeOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   if (o.runs.empty()) throw ConfigError("--run: name at least one run directory");
@@ -465,6 +532,9 @@ std::string probe_runs(const ProbeOptions& o) {
   // Every run's configuration, lengths and window are checked before any work.
   std::size_t units = 0, done = 0;
   for (const auto& dir : o.runs) {
+    // Its rows and sidecar entry are found by its name.
+    if (std::count(o.runs.begin(), o.runs.end(), dir) > 1)
+      throw ConfigError(fmt::format("--run: {} is named more than once", dir));
     const RunConfig c = load_run_dir_config(dir);
     std::vector<int64_t> lengths;
     try {
@@ -490,15 +560,19 @@ std::string probe_runs(const ProbeOptions& o) {
     if (o.hooks.after_unit) o.hooks.after_unit(++done, units);
   };
 
+  const ProbeFiles kept = read_probe_files(o);
+
   OutputFiles files("probe");
   for (const auto& dir : o.runs) files.input(config_path(dir)), files.input(checkpoint_path(dir));
   files.output(o.csv, "--csv");
   files.output(probe_angles_path(o.csv), "the angles CSV (--csv FILE-angles.csv)");
   files.output(probe_phases_path(o.csv), "the phases CSV (--csv FILE-phases.csv)");
   files.output(o.csv + ".json", "the sidecar (--csv FILE.json)");
-  std::string rows, angle_rows, phase_rows;
-  nlohmann::json runs_json = nlohmann::json::array();
+  // Per run, in --run order: the cells its rows start with, and its rows.
+  std::vector<std::string> prefixes, run_rows, run_angle_rows, run_phase_rows;
+  nlohmann::json runs_json = kept.runs;
   for (const auto& dir : o.runs) {
+    std::string rows, angle_rows, phase_rows;
     TrainedRun run = load_trained_run(dir, o.lengths);
     const RunConfig& c = run.config;
     nn::Model<float>& model = *run.model;
@@ -585,18 +659,28 @@ std::string probe_runs(const ProbeOptions& o) {
               reflects || phase_secs == 0 ? std::string() : format_number(share[std::size_t(l) * nb + g.block]));
     }
     after_unit();
-    runs_json.push_back({{"run", dir},
-                         {"checkpoint_step", run.step},
-                         {"config", to_json(c)},
-                         {"window", W},
-                         {"lengths", per_length},
-                         {"phase_windows", phase_secs > 0 ? int64_t(val.size() - 1) / T : 0},
-                         {"phase_seconds", phase_secs}});
+    prefixes.push_back(csv_field(dir) + ",");
+    run_rows.push_back(std::move(rows));
+    run_angle_rows.push_back(std::move(angle_rows));
+    run_phase_rows.push_back(std::move(phase_rows));
+    const nlohmann::json entry = {{"run", dir},
+                                  {"checkpoint_step", run.step},
+                                  {"config", to_json(c)},
+                                  {"window", W},
+                                  {"lengths", per_length},
+                                  {"phase_windows", phase_secs > 0 ? int64_t(val.size() - 1) / T : 0},
+                                  {"phase_seconds", phase_secs}};
+    const auto old = std::find_if(runs_json.begin(), runs_json.end(),
+                                  [&](const nlohmann::json& r) { return r.value("run", "") == dir; });
+    if (old != runs_json.end()) *old = entry;
+    else runs_json.push_back(entry);
   }
 
-  const std::string csv = probe_csv_header() + rows;
-  files.set(probe_angles_path(o.csv), probe_angles_csv_header() + angle_rows);
-  files.set(probe_phases_path(o.csv), probe_phases_csv_header() + phase_rows);
+  const std::string csv = probe_csv_header() + replace_run_rows(kept.rows, prefixes, run_rows);
+  files.set(probe_angles_path(o.csv),
+            probe_angles_csv_header() + replace_run_rows(kept.angle_rows, prefixes, run_angle_rows));
+  files.set(probe_phases_path(o.csv),
+            probe_phases_csv_header() + replace_run_rows(kept.phase_rows, prefixes, run_phase_rows));
   files.set(o.csv, csv);
   files.set(o.csv + ".json", sidecar_text(
       o.csv,

@@ -241,6 +241,9 @@ struct ProbeOptions {
   int max_windows = 4;
   double eps = 0.05;
   std::string csv;  // FILE.csv; angles go to FILE-angles.csv, phases to FILE-phases.csv
+  // Keep every other run's rows (and sidecar entry) from the existing files;
+  // the runs probed now replace theirs in place or follow the rest.
+  bool update = false;
   bool progress = false;
   // Units: each run at each length, then its phase statistics (one more per run).
   WorkHooks hooks;
@@ -252,8 +255,10 @@ std::string probe_angles_path(const std::string& csv);
 std::string probe_phases_csv_header();
 std::string probe_phases_path(const std::string& csv);
 
-// Probes every run at every length and writes both CSVs and the sidecar, all
-// or nothing. Bad options are a ConfigError (or RunDirError) before any work.
+// Probes every run at every length and writes the three CSVs and the
+// sidecar, all or nothing (with `update`, merged into the existing ones,
+// which must come from a probe with the same lengths, max_windows and eps).
+// Bad options are a ConfigError (or RunDirError) before any work.
 // Returns the probe CSV.
 std::string probe_runs(const ProbeOptions& o);
 

@@ -17,13 +17,14 @@ source paper-figures/claims-tables.sh
 
 # The window check reads the probes' mixing windows. PROBE=1 probes the
 # finished runs of robustness-cpu and retrieval-cpu first (their angles
-# side and 1x only: about ten seconds a run); the runs themselves are not
-# committed.
+# side and 1x only: about ten seconds a run) and merges them into the
+# committed probe (--update): the runs themselves are not committed, so a
+# clone that trains new runs keeps every other run's rows.
 if [ "${PROBE:-0}" = 1 ]; then
   mapfile -t DONE < <(for toml in experiments/robustness-cpu.toml experiments/retrieval-cpu.toml; do
     "$ROUTELAB" experiment "$toml" --list; done | awk '/: done$/ { print $1 }')
   [ ${#DONE[@]} -gt 0 ] && "$ROUTELAB" probe --run "${DONE[@]}" --lengths 1x --max-windows 1 --threads 1 \
-    --csv "$ROBUST_PROBE.csv" > /dev/null
+    --csv "$ROBUST_PROBE.csv" --update > /dev/null
 fi
 "$ROUTELAB" claims "${MAIN[@]}" --windows "${WINDOWS[@]}" --csv "$DATA/claims.csv" | tee "$DATA/claims-table.txt"
 "$ROUTELAB" claims "${MAIN[@]}" --windows "${WINDOWS[@]}" --markdown > "$DATA/claims-main.md"
