@@ -8,8 +8,9 @@
 # probe needs the trained runs, so by default this re-draws from the committed
 # paper-figures/learned-angles-cpu/ (skipped, with a note, when absent);
 # TRAIN=1 runs `routelab experiment experiments/learned-angles-cpu.toml`
-# first, PROBE=1 probes every run the experiment lists (both rewrite the
-# committed CSVs).
+# first, PROBE=1 probes every finished run the experiment lists and merges
+# them into the committed probe (probe --update: the runs are not committed,
+# so the rows of runs a clone has not trained are kept).
 set -euo pipefail
 
 DIR=paper-figures/learned-angles-cpu
@@ -18,11 +19,11 @@ if [ "${TRAIN:-0}" = 1 ]; then
   "$ROUTELAB" experiment experiments/learned-angles-cpu.toml --no-plot
 fi
 if [ "${PROBE:-0}" = 1 ]; then
-  # shellcheck disable=SC2207
-  RUNS=($("$PY" -c "import json,sys; print(' '.join(r['run'] for r in json.load(open(sys.argv[1]))['runs']))" \
-    "$CSV.csv.json"))
-  "$ROUTELAB" probe --run "${RUNS[@]}" --lengths 1x,16x --window 32 --max-windows 2 --csv "$DIR/probe.csv" \
-    > /dev/null
+  mapfile -t RUNS < <("$ROUTELAB" experiment experiments/learned-angles-cpu.toml --list | awk '/: done$/ { print $1 }')
+  UPDATE=()
+  [ -f "$DIR/probe.csv" ] && UPDATE=(--update)
+  [ ${#RUNS[@]} -gt 0 ] && "$ROUTELAB" probe --run "${RUNS[@]}" --lengths 1x,16x --window 32 --max-windows 2 \
+    --csv "$DIR/probe.csv" "${UPDATE[@]}" > /dev/null
 fi
 if [ ! -f "$CSV.csv" ] || [ ! -f "$DIR/probe-angles.csv" ]; then
   echo "learned-angles-cpu: no committed results at $CSV.csv (and $DIR/probe-angles.csv); skipped." \

@@ -23,8 +23,10 @@ source paper-figures/claims-tables.sh
 if [ "${PROBE:-0}" = 1 ]; then
   mapfile -t DONE < <(for toml in experiments/robustness-cpu.toml experiments/retrieval-cpu.toml; do
     "$ROUTELAB" experiment "$toml" --list; done | awk '/: done$/ { print $1 }')
+  UPDATE=()
+  [ -f "$ROBUST_PROBE.csv" ] && UPDATE=(--update)
   [ ${#DONE[@]} -gt 0 ] && "$ROUTELAB" probe --run "${DONE[@]}" --lengths 1x --max-windows 1 --threads 1 \
-    --csv "$ROBUST_PROBE.csv" --update > /dev/null
+    --csv "$ROBUST_PROBE.csv" "${UPDATE[@]}" > /dev/null
 fi
 "$ROUTELAB" claims "${MAIN[@]}" --windows "${WINDOWS[@]}" --csv "$DATA/claims.csv" | tee "$DATA/claims-table.txt"
 "$ROUTELAB" claims "${MAIN[@]}" --windows "${WINDOWS[@]}" --markdown > "$DATA/claims-main.md"
