@@ -286,7 +286,8 @@ int cmd_experiment(const std::vector<std::string>& args) {
                "since); every other run's rows are kept from the existing CSVs, so its folder need not exist");
   app.add_flag("--list", list, "print every run (directory, scheme, seed, swept values, state) and stop");
   app.add_flag("--finished", select.finished_only,
-               "train and evaluate nothing: write the CSVs from the runs already done (results so far)");
+               "train and evaluate nothing: write the CSVs from the runs already done (results so far); with "
+               "--new, the existing CSVs' rows and those of the new runs already done");
   app.add_flag("--by-arm", by_arm,
                "take the runs arm by arm (each [[experiment.arms]]'s seeds before the next arm's) rather than seed "
                "by seed; the CSVs are the same");

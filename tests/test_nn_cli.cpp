@@ -320,6 +320,7 @@ TEST(nn_cli, experiment_new_trains_only_the_runs_the_csv_lacks) {
   EXPECT_NE(csvs(top), csvs(whole));
   // Seed 2 joins the file after the runs' folders are gone.
   fs::remove_all(top / "runs");
+  fs::copy(top / "out", top / "out-seed1");
   spit(top / "e.toml", file("[1, 2]", "out/x.csv"));
   const auto r = run_routelab("experiment e.toml --no-plot --new", top.string(), top.string());
   ASSERT_EQ(r.status, 0) << r.err;
@@ -342,13 +343,28 @@ TEST(nn_cli, experiment_new_trains_only_the_runs_the_csv_lacks) {
   // Refusals come before any work.
   expect_refusal(run_routelab("experiment e.toml --no-plot --new --only rope", top.string(), top.string()),
                  "--new and --only do not go together");
-  expect_refusal(run_routelab("experiment e.toml --no-plot --new --finished", top.string(), top.string()),
-                 "--finished and --new do not go together");
   spit(top / "o.toml", file("[1]", "none/x.csv"));
   expect_refusal(run_routelab("experiment o.toml --no-plot --new", top.string(), top.string()),
                  "which does not exist; run without --new first");
   EXPECT_FALSE(fs::exists(top / "none"));
   EXPECT_EQ(csvs(top), csvs(whole));
+  // --new --finished, the results so far: from seed 1's CSVs, with seeds 2
+  // and 3 in the file and only seed 2 trained, the CSVs gain seed 2's rows
+  // and nothing trains; seed 3 is left for a later --new.
+  fs::remove_all(top / "out");
+  fs::copy(top / "out-seed1", top / "out");
+  spit(top / "e.toml", file("[1, 2, 3]", "out/x.csv"));
+  const auto so_far = run_routelab("experiment e.toml --no-plot --new --finished", top.string(), top.string());
+  ASSERT_EQ(so_far.status, 0) << so_far.err;
+  EXPECT_EQ(so_far.err.find("experiment: training"), std::string::npos) << so_far.err;
+  EXPECT_FALSE(fs::exists(top / "runs/rope-s3"));
+  EXPECT_EQ(csvs(top), csvs(whole));
+  const auto side3 = nlohmann::json::parse(slurp(top / "out/x.csv.json"));
+  int unfinished = 0;
+  for (const auto& run : side3["runs"]) unfinished += run.value("unfinished", false);
+  EXPECT_EQ(side3["runs"].back()["run"], "runs/rope-s3");
+  EXPECT_EQ(side3["runs"].back()["unfinished"], true);
+  EXPECT_EQ(unfinished, 1);
 }
 
 // [data] corpus is sweepable: the same schemes on a second corpus, the run

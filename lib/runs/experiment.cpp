@@ -495,9 +495,6 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
   const bool finished_only = select.finished_only, new_runs = select.new_runs;
   if (finished_only && !only.empty())
     throw ConfigError("--finished and --only do not go together: --finished trains nothing, --only retrains");
-  if (finished_only && new_runs)
-    throw ConfigError("--finished and --new do not go together: --finished trains nothing, --new trains the runs "
-                      "the CSVs lack");
   if (new_runs && !only.empty())
     throw ConfigError("--new and --only do not go together: --new takes the runs the CSVs lack, --only the "
                       "schemes it names");
