@@ -396,6 +396,12 @@ TEST(nn_probe, block_shares_weigh_each_block_by_its_norms) {
   EXPECT_NEAR(out[3], 1.0 / 26, 1e-15);
 }
 
+// A five-step run of `scheme` in tmp/name.
+void train_tiny(const TempDir& tmp, const std::string& name, const std::string& scheme) {
+  spit(tmp / (name + ".toml"), tiny_config(scheme, 5, 5));
+  ASSERT_EQ(run_routelab("train --config " + name + ".toml --out " + name + " --quiet", tmp.path, tmp.path).status, 0);
+}
+
 TEST(nn_cli, probe_writes_rows_angles_and_protocol_the_same_on_any_thread_count) {
   TempDir tmp;
   spit(tmp / "c.toml", tiny_config("learned_qkv", 20, 20));
@@ -430,10 +436,8 @@ TEST(nn_cli, probe_writes_rows_angles_and_protocol_the_same_on_any_thread_count)
 // shares, which sum to 1 in each layer.
 TEST(nn_cli, probe_reads_householder_directions_and_block_shares) {
   TempDir tmp;
-  spit(tmp / "h.toml", tiny_config("householder_qk", 5, 5));
-  spit(tmp / "r.toml", tiny_config("random_qk", 5, 5));
-  ASSERT_EQ(run_routelab("train --config h.toml --out h --quiet", tmp.path, tmp.path).status, 0);
-  ASSERT_EQ(run_routelab("train --config r.toml --out r --quiet", tmp.path, tmp.path).status, 0);
+  train_tiny(tmp, "h", "householder_qk");
+  train_tiny(tmp, "r", "random_qk");
   const auto r = run_routelab("probe --run h r --lengths 1x --window 4 --max-windows 1 --csv p.csv --quiet", tmp.path,
                               tmp.path);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -474,10 +478,8 @@ TEST(nn_cli, probe_reads_householder_directions_and_block_shares) {
 // its rows where they stand, and a merge of unlike probes is refused.
 TEST(nn_cli, probe_update_merges_new_runs_and_replaces_old_ones_in_place) {
   TempDir tmp;
-  spit(tmp / "a.toml", tiny_config("random_qk", 5, 5));
-  spit(tmp / "b.toml", tiny_config("learned_qkv", 5, 5));
-  ASSERT_EQ(run_routelab("train --config a.toml --out a --quiet", tmp.path, tmp.path).status, 0);
-  ASSERT_EQ(run_routelab("train --config b.toml --out b --quiet", tmp.path, tmp.path).status, 0);
+  train_tiny(tmp, "a", "random_qk");
+  train_tiny(tmp, "b", "learned_qkv");
   const std::string probe = "probe --lengths 1x --window 4 --max-windows 1 --quiet ";
   ASSERT_EQ(run_routelab(probe + "--run a b --csv all.csv", tmp.path, tmp.path).status, 0);
   ASSERT_EQ(run_routelab(probe + "--run a --csv p.csv", tmp.path, tmp.path).status, 0);
@@ -511,8 +513,7 @@ TEST(nn_cli, probe_update_merges_new_runs_and_replaces_old_ones_in_place) {
 
 TEST(nn_cli, probe_refuses_bad_input_before_writing) {
   TempDir tmp;
-  spit(tmp / "c.toml", tiny_config("rope", 5, 5));
-  ASSERT_EQ(run_routelab("train --config c.toml --out run --quiet", tmp.path, tmp.path).status, 0);
+  train_tiny(tmp, "run", "rope");
   expect_refusal(run_routelab("probe --run nowhere", tmp.path, tmp.path), "not a run directory");
   expect_refusal(run_routelab("probe --run run --lengths 2y", tmp.path, tmp.path), "--lengths: '2y'");
   expect_refusal(run_routelab("probe --run run --window 0", tmp.path, tmp.path), "--window");
