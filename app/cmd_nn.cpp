@@ -250,7 +250,7 @@ int cmd_probe(const std::vector<std::string>& args) {
   app.add_flag("--update", o.update,
                "merge into the existing CSVs: these runs' rows replace theirs (or follow the rest), every other "
                "run's rows are kept; the files must come from a probe with the same --lengths, --max-windows and "
-               "--eps");
+               "--eps (an older probe's rows get the columns added since empty)");
   add_threads_option(app, threads);
   app.add_flag("--quiet", quiet, "no progress lines");
   if (int s = parse_subcommand(app, args, "probe"); s >= 0) return s;

@@ -511,6 +511,42 @@ TEST(nn_cli, probe_update_merges_new_runs_and_replaces_old_ones_in_place) {
       tmp.path);
 }
 
+// A committed probe from before the last columns were added still takes new
+// runs: its runs' rows get those columns empty, and its sidecar says so.
+TEST(nn_cli, probe_update_widens_an_older_probe_leaving_its_new_columns_empty) {
+  TempDir tmp;
+  train_tiny(tmp, "a", "random_qk");
+  train_tiny(tmp, "b", "learned_qkv");
+  const std::string probe = "probe --lengths 1x --window 4 --max-windows 1 --quiet ";
+  ASSERT_EQ(run_routelab(probe + "--run a b --csv all.csv", tmp.path, tmp.path).status, 0);
+  ASSERT_EQ(run_routelab(probe + "--run a --csv p.csv", tmp.path, tmp.path).status, 0);
+  // Each line of `text` without its last cell (`keep` says which lines), or with it empty.
+  auto drop_last_cell = [](const std::string& text, bool empty, auto keep) {
+    std::istringstream in(text);
+    std::string out;
+    for (std::string line; std::getline(in, line);)
+      out += (keep(line) ? line : line.substr(0, line.rfind(',') + (empty ? 1 : 0))) + "\n";
+    return out;
+  };
+  const auto none = [](const std::string&) { return false; };
+  const auto not_a = [](const std::string& line) { return !line.starts_with("a,"); };
+  for (const char* suffix : {"-angles.csv", "-phases.csv"}) {
+    const fs::path path = tmp / (std::string("p") + suffix);
+    spit(path, drop_last_cell(slurp(path), false, none));
+  }
+  const auto merged = run_routelab(probe + "--run b --csv p.csv --update", tmp.path, tmp.path);
+  ASSERT_EQ(merged.status, 0) << merged.err;
+  EXPECT_EQ(slurp(tmp / "p.csv"), slurp(tmp / "all.csv"));
+  for (const char* suffix : {"-angles.csv", "-phases.csv"})
+    EXPECT_EQ(slurp(tmp / (std::string("p") + suffix)),
+              drop_last_cell(slurp(tmp / (std::string("all") + suffix)), true, not_a))
+        << suffix;
+  const auto side = nlohmann::json::parse(slurp(tmp / "p.csv.json"));
+  ASSERT_EQ(side["runs"].size(), 2u);
+  EXPECT_EQ(side["runs"][0]["columns_not_probed"], nlohmann::json({"score_share", "mean_cos_iid"}));
+  EXPECT_FALSE(side["runs"][1].contains("columns_not_probed"));
+}
+
 TEST(nn_cli, probe_refuses_bad_input_before_writing) {
   TempDir tmp;
   train_tiny(tmp, "run", "rope");

@@ -463,7 +463,32 @@ namespace {
 struct ProbeFiles {
   std::string rows, angle_rows, phase_rows;
   nlohmann::json runs = nlohmann::json::array();
+  // Columns the kept rows have empty: they were probed before those existed.
+  std::vector<std::string> columns_not_probed;
 };
+
+// A CSV `body` written under `old_header`, the first columns of `header`
+// (a probe from before the last columns were added), with each row given
+// the missing columns empty; every missing column's name goes to `missing`.
+// nullopt when `old_header` is not such a prefix.
+std::optional<std::string> widen_rows(const std::string& body, const std::string& old_header,
+                                      const std::string& header, std::vector<std::string>& missing) {
+  if (old_header == header) return body;
+  // The run's key (run,scheme,seed,train_len) and more must be there.
+  if (std::count(old_header.begin(), old_header.end(), ',') < 4 || !header.starts_with(old_header + ","))
+    return std::nullopt;
+  const std::string added = header.substr(old_header.size() + 1);
+  for (std::size_t at = 0; at <= added.size();) {
+    const std::size_t comma = std::min(added.find(',', at), added.size());
+    missing.push_back(added.substr(at, comma - at));
+    at = comma + 1;
+  }
+  const std::string empty(std::size_t(std::count(added.begin(), added.end(), ',')) + 1, ',');
+  std::string out;
+  std::istringstream in(body);
+  for (std::string line; std::getline(in, line);) out += line + empty + "\n";
+  return out;
+}
 
 ProbeFiles read_probe_files(const ProbeOptions& o) {
   ProbeFiles f;
@@ -480,10 +505,16 @@ ProbeFiles read_probe_files(const ProbeOptions& o) {
                                     "without --update first",
                                     path));
     const std::string text = read_text_file(path);
-    if (!text.starts_with(header))
+    std::optional<std::string> body;
+    if (i < 3)
+      body = widen_rows(csv_body(text), text.substr(0, text.find('\n')), header.substr(0, header.size() - 1),
+                        f.columns_not_probed);
+    if (i < 3 ? !body : !text.starts_with(header))
       throw ConfigError(fmt::format("--update: {} does not start with the probe's {}", path,
-                                    i < 3 ? "header " + header.substr(0, header.find(',')) + ",..." : "sidecar"));
-    if (i < 3) *bodies[i] = csv_body(text);
+                                    i < 3 ? "header " + header.substr(0, header.find(',')) + ",... (or an older "
+                                                "probe's, its first columns)"
+                                          : "sidecar"));
+    if (i < 3) *bodies[i] = *body;
   }
   const auto side = nlohmann::json::parse(read_text_file(o.csv + ".json"), nullptr, false);
   if (side.is_discarded() || side.value("command", "") != "probe" || !side.contains("runs"))
@@ -496,6 +527,9 @@ ProbeFiles read_probe_files(const ProbeOptions& o) {
                                   o.csv, side.value("lengths_text", "?"), side.value("max_windows", -1),
                                   side.value("eps", -1.0)));
   f.runs = side["runs"];
+  // Said on each kept run, so that it outlives the next merge.
+  for (auto& run : f.runs)
+    for (const auto& column : f.columns_not_probed) run["columns_not_probed"].push_back(column);
   return f;
 }
 
