@@ -472,18 +472,24 @@ TEST(nn_cli, probe_reads_householder_directions_and_block_shares) {
   EXPECT_EQ(rrows, hrows);
 }
 
+// The --update tests' start: runs a (random_qk) and b (learned_qkv), probed
+// together into all.csv and a alone into p.csv, with the flags `kProbeFlags`.
+const std::string kProbeFlags = "probe --lengths 1x --window 4 --max-windows 1 --quiet ";
+void probe_a_and_b(const TempDir& tmp) {
+  train_tiny(tmp, "a", "random_qk");
+  train_tiny(tmp, "b", "learned_qkv");
+  ASSERT_EQ(run_routelab(kProbeFlags + "--run a b --csv all.csv", tmp.path, tmp.path).status, 0);
+  ASSERT_EQ(run_routelab(kProbeFlags + "--run a --csv p.csv", tmp.path, tmp.path).status, 0);
+}
+
 // --update: a clone has the committed probe CSVs but not the runs behind
 // them, so a new run's probe is merged into them. The merge must give the
 // bytes a probe of every run at once gives, re-probing a run must replace
 // its rows where they stand, and a merge of unlike probes is refused.
 TEST(nn_cli, probe_update_merges_new_runs_and_replaces_old_ones_in_place) {
   TempDir tmp;
-  train_tiny(tmp, "a", "random_qk");
-  train_tiny(tmp, "b", "learned_qkv");
-  const std::string probe = "probe --lengths 1x --window 4 --max-windows 1 --quiet ";
-  ASSERT_EQ(run_routelab(probe + "--run a b --csv all.csv", tmp.path, tmp.path).status, 0);
-  ASSERT_EQ(run_routelab(probe + "--run a --csv p.csv", tmp.path, tmp.path).status, 0);
-  const auto merged = run_routelab(probe + "--run b --csv p.csv --update", tmp.path, tmp.path);
+  ASSERT_NO_FATAL_FAILURE(probe_a_and_b(tmp));
+  const auto merged = run_routelab(kProbeFlags + "--run b --csv p.csv --update", tmp.path, tmp.path);
   ASSERT_EQ(merged.status, 0) << merged.err;
   for (const char* suffix : {".csv", "-angles.csv", "-phases.csv"})
     EXPECT_EQ(slurp(tmp / (std::string("p") + suffix)), slurp(tmp / (std::string("all") + suffix))) << suffix;
@@ -496,7 +502,7 @@ TEST(nn_cli, probe_update_merges_new_runs_and_replaces_old_ones_in_place) {
   EXPECT_EQ(runs_of("p.csv.json"), (std::vector<std::string>{"a", "b"}));
   // Re-probing a, the first run, leaves every row where it was.
   const std::string before = slurp(tmp / "p.csv"), angles_before = slurp(tmp / "p-angles.csv");
-  ASSERT_EQ(run_routelab(probe + "--run a --csv p.csv --update", tmp.path, tmp.path).status, 0);
+  ASSERT_EQ(run_routelab(kProbeFlags + "--run a --csv p.csv --update", tmp.path, tmp.path).status, 0);
   EXPECT_EQ(slurp(tmp / "p.csv"), before);
   EXPECT_EQ(slurp(tmp / "p-angles.csv"), angles_before);
   EXPECT_EQ(runs_of("p.csv.json"), (std::vector<std::string>{"a", "b"}));
@@ -515,11 +521,7 @@ TEST(nn_cli, probe_update_merges_new_runs_and_replaces_old_ones_in_place) {
 // runs: its runs' rows get those columns empty, and its sidecar says so.
 TEST(nn_cli, probe_update_widens_an_older_probe_leaving_its_new_columns_empty) {
   TempDir tmp;
-  train_tiny(tmp, "a", "random_qk");
-  train_tiny(tmp, "b", "learned_qkv");
-  const std::string probe = "probe --lengths 1x --window 4 --max-windows 1 --quiet ";
-  ASSERT_EQ(run_routelab(probe + "--run a b --csv all.csv", tmp.path, tmp.path).status, 0);
-  ASSERT_EQ(run_routelab(probe + "--run a --csv p.csv", tmp.path, tmp.path).status, 0);
+  ASSERT_NO_FATAL_FAILURE(probe_a_and_b(tmp));
   // Each line of `text` without its last cell (`keep` says which lines), or with it empty.
   auto drop_last_cell = [](const std::string& text, bool empty, auto keep) {
     std::istringstream in(text);
@@ -534,7 +536,7 @@ TEST(nn_cli, probe_update_widens_an_older_probe_leaving_its_new_columns_empty) {
     const fs::path path = tmp / (std::string("p") + suffix);
     spit(path, drop_last_cell(slurp(path), false, none));
   }
-  const auto merged = run_routelab(probe + "--run b --csv p.csv --update", tmp.path, tmp.path);
+  const auto merged = run_routelab(kProbeFlags + "--run b --csv p.csv --update", tmp.path, tmp.path);
   ASSERT_EQ(merged.status, 0) << merged.err;
   EXPECT_EQ(slurp(tmp / "p.csv"), slurp(tmp / "all.csv"));
   for (const char* suffix : {"-angles.csv", "-phases.csv"})
