@@ -51,13 +51,14 @@ def same(cell, value):
 
 
 def setting_of(swept, base):
-    """'k=v ...' for each swept value the run changes from the base (a corpus by its folder), or 'base'."""
+    """'k=v ...' for each swept value the run changes from the base (a corpus by its folder), or 'default'
+    (every committed experiment's base is the default setting)."""
     parts = []
     for k, v in swept.items():
         if v == "" or (k in base and same(v, base[k])):
             continue
         parts.append(f"{k}={v.rstrip('/').split('/')[-1] if k == 'corpus' else v}")
-    return " ".join(parts) or "base"
+    return " ".join(parts) or "default"
 
 
 def curves(paths):
@@ -97,7 +98,7 @@ def table(data):
     print()
     print("| experiment | setting | scheme | seeds | steps | last block | fall over the last third |")
     print("|---|---|---|---:|---:|---:|---:|")
-    for key in sorted(data, key=lambda k: (k[0], k[1] != "base", k[1], order(k[2]))):
+    for key in sorted(data, key=lambda k: (k[0], k[1] != "default", k[1], order(k[2]))):
         experiment, setting, scheme = key
         ends = [fall_over_last_third(c) for c in data[key].values()]
         last = [e[0] for e in ends]
@@ -116,7 +117,7 @@ def order(scheme):
 
 
 def draw(data, out):
-    panels = sorted({(e, s) for e, s, _ in data}, key=lambda p: (p[0], p[1] != "base", p[1]))
+    panels = sorted({(e, s) for e, s, _ in data}, key=lambda p: (p[0], p[1] != "default", p[1]))
     rows = math.ceil(len(panels) / PER_ROW)
     fig, axes = plt.subplots(rows, min(PER_ROW, len(panels)), figsize=(4 * min(PER_ROW, len(panels)), 3 * rows),
                              squeeze=False)
