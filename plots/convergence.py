@@ -75,7 +75,9 @@ def curves(paths):
             fail(SCRIPT, f"cannot read {side_path}, the sidecar of {path}'s experiment")
         base = base_values(side)
         keys = swept_columns(path, COLUMNS)
-        experiment = os.path.basename(path)[: -len("-loss.csv")]
+        # Folder and file: two experiments may share either (far-mass-control-cpu/extrapolation).
+        experiment = os.path.join(os.path.basename(os.path.dirname(os.path.abspath(path))),
+                                  os.path.basename(path)[: -len("-loss.csv")])
         for line, r in read_checked(path, COLUMNS + keys, "loss", SCRIPT, text=["scheme"] + keys):
             if r["loss"] != r["loss"] or r["loss"] <= 0:
                 fail(SCRIPT, f"{path} line {line}: loss {r['loss']} is not a positive number")
