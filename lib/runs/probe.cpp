@@ -14,6 +14,7 @@
 
 #include "attention/far_mass.h"
 #include "io/output.h"
+#include "io/parse.h"
 #include "io/table.h"
 #include "nn/householder.h"
 #include "runs/eval.h"
@@ -463,60 +464,49 @@ namespace {
 struct ProbeFiles {
   std::string rows, angle_rows, phase_rows;
   nlohmann::json runs = nlohmann::json::array();
-  // Columns the kept rows have empty: they were probed before those existed.
-  std::vector<std::string> columns_not_probed;
 };
 
-// A CSV `body` written under `old_header`, the first columns of `header`
-// (a probe from before the last columns were added), with each row given
-// the missing columns empty; every missing column's name goes to `missing`.
-// nullopt when `old_header` is not such a prefix.
-std::optional<std::string> widen_rows(const std::string& body, const std::string& old_header,
-                                      const std::string& header, std::vector<std::string>& missing) {
-  if (old_header == header) return body;
+// The text of `path`, an existing file --update keeps rows from.
+std::string kept_file(const std::string& path) {
+  if (!fs::is_regular_file(path))
+    throw ConfigError(fmt::format("--update keeps the other runs' rows from {}, which does not exist; probe "
+                                  "without --update first",
+                                  path));
+  return read_text_file(path);
+}
+
+// The rows of the probe CSV `path`, whose header must be `header` (one of the
+// probe_*_csv_header()). A probe written before the last columns were added
+// has the first columns of it: its rows get the missing columns empty (only
+// the runs could fill them), and their names go to `missing`.
+std::string kept_rows(const std::string& path, const std::string& header, std::vector<std::string>& missing) {
+  const std::string text = kept_file(path);
+  const auto now = split_list(header.substr(0, header.find('\n')));
+  const auto then = split_list(std::string_view(text).substr(0, text.find('\n')));
   // The run's key (run,scheme,seed,train_len) and more must be there.
-  if (std::count(old_header.begin(), old_header.end(), ',') < 4 || !header.starts_with(old_header + ","))
-    return std::nullopt;
-  const std::string added = header.substr(old_header.size() + 1);
-  for (std::size_t at = 0; at <= added.size();) {
-    const std::size_t comma = std::min(added.find(',', at), added.size());
-    missing.push_back(added.substr(at, comma - at));
-    at = comma + 1;
-  }
-  const std::string empty(std::size_t(std::count(added.begin(), added.end(), ',')) + 1, ',');
-  std::string out;
-  std::istringstream in(body);
-  for (std::string line; std::getline(in, line);) out += line + empty + "\n";
-  return out;
+  if (!then || then->size() <= 4 || then->size() > now->size() ||
+      !std::equal(then->begin(), then->end(), now->begin()))
+    throw ConfigError(fmt::format("--update: {} does not start with the probe's header {},... (or an older "
+                                  "probe's, its first columns)",
+                                  path, now->front()));
+  if (then->size() == now->size()) return csv_body(text);
+  missing.insert(missing.end(), now->begin() + then->size(), now->end());
+  const std::string empty(now->size() - then->size(), ',');
+  std::string rows;
+  std::istringstream in(csv_body(text));
+  for (std::string line; std::getline(in, line);) rows += line + empty + "\n";
+  return rows;
 }
 
 ProbeFiles read_probe_files(const ProbeOptions& o) {
   ProbeFiles f;
   if (!o.update) return f;
-  const std::pair<std::string, std::string> files[] = {{o.csv, probe_csv_header()},
-                                                       {probe_angles_path(o.csv), probe_angles_csv_header()},
-                                                       {probe_phases_path(o.csv), probe_phases_csv_header()},
-                                                       {o.csv + ".json", "{"}};
-  std::string* bodies[] = {&f.rows, &f.angle_rows, &f.phase_rows};
-  for (std::size_t i = 0; i < 4; ++i) {
-    const auto& [path, header] = files[i];
-    if (!fs::is_regular_file(path))
-      throw ConfigError(fmt::format("--update keeps the other runs' rows from {}, which does not exist; probe "
-                                    "without --update first",
-                                    path));
-    const std::string text = read_text_file(path);
-    std::optional<std::string> body;
-    if (i < 3)
-      body = widen_rows(csv_body(text), text.substr(0, text.find('\n')), header.substr(0, header.size() - 1),
-                        f.columns_not_probed);
-    if (i < 3 ? !body : !text.starts_with(header))
-      throw ConfigError(fmt::format("--update: {} does not start with the probe's {}", path,
-                                    i < 3 ? "header " + header.substr(0, header.find(',')) + ",... (or an older "
-                                                "probe's, its first columns)"
-                                          : "sidecar"));
-    if (i < 3) *bodies[i] = *body;
-  }
-  const auto side = nlohmann::json::parse(read_text_file(o.csv + ".json"), nullptr, false);
+  // Columns the kept rows have empty: they were probed before those existed.
+  std::vector<std::string> not_probed;
+  f.rows = kept_rows(o.csv, probe_csv_header(), not_probed);
+  f.angle_rows = kept_rows(probe_angles_path(o.csv), probe_angles_csv_header(), not_probed);
+  f.phase_rows = kept_rows(probe_phases_path(o.csv), probe_phases_csv_header(), not_probed);
+  const auto side = nlohmann::json::parse(kept_file(o.csv + ".json"), nullptr, false);
   if (side.is_discarded() || side.value("command", "") != "probe" || !side.contains("runs"))
     throw ConfigError(fmt::format("--update: {}.json is not a probe's sidecar", o.csv));
   // Rows probed over other windows or with another eps are not comparable.
@@ -529,7 +519,7 @@ ProbeFiles read_probe_files(const ProbeOptions& o) {
   f.runs = side["runs"];
   // Said on each kept run, so that it outlives the next merge.
   for (auto& run : f.runs)
-    for (const auto& column : f.columns_not_probed) run["columns_not_probed"].push_back(column);
+    for (const auto& column : not_probed) run["columns_not_probed"].push_back(column);
   return f;
 }
 
