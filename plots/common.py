@@ -12,6 +12,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 plt.rcParams.update({"figure.dpi": 120, "savefig.bbox": "tight", "font.size": 10})
 
+# The order tables and legends list schemes in; a scheme not here follows them by name.
+SCHEME_ORDER = ["nope", "alibi", "rope", "rope_qkv", "random_qk", "random_qkv", "learned_qk", "learned_qkv",
+                "learned_qkv_alibi", "random_qkv_alibi", "learned_qkv_forget", "householder_qk", "householder_qkv",
+                "projected_qk", "projected_qkv"]
+
+
+def scheme_rank(scheme):
+    """A sort key putting schemes in SCHEME_ORDER, any other after them by name."""
+    return (SCHEME_ORDER.index(scheme) if scheme in SCHEME_ORDER else len(SCHEME_ORDER), scheme)
+
 
 def read_rows(*paths):
     """All rows of the given CSV files as dicts of strings."""

@@ -14,13 +14,10 @@ import math
 import os
 from collections import defaultdict
 
-from common import fail, plt, read_checked, save, swept_columns
+from common import fail, plt, read_checked, save, scheme_rank, swept_columns
 
 SCRIPT = "convergence.py"
 COLUMNS = ["scheme", "seed", "step", "loss"]
-ORDER = ["nope", "alibi", "rope", "rope_qkv", "random_qk", "random_qkv", "learned_qk", "learned_qkv",
-         "projected_qk", "projected_qkv", "householder_qk", "householder_qkv", "learned_qkv_alibi",
-         "random_qkv_alibi", "learned_qkv_forget"]
 PER_ROW = 4
 
 
@@ -100,7 +97,7 @@ def table(data):
     print()
     print("| experiment | setting | scheme | seeds | steps | last block | fall over the last third |")
     print("|---|---|---|---:|---:|---:|---:|")
-    for key in sorted(data, key=lambda k: (k[0], k[1] != "default", k[1], order(k[2]))):
+    for key in sorted(data, key=lambda k: (k[0], k[1] != "default", k[1], scheme_rank(k[2]))):
         experiment, setting, scheme = key
         ends = [fall_over_last_third(c) for c in data[key].values()]
         last = [e[0] for e in ends]
@@ -114,10 +111,6 @@ def table(data):
         print(f"| {experiment} | {setting} | {scheme} | {len(ends)} | {steps} | {cell(last)} | {cell(fall)} |")
 
 
-def order(scheme):
-    return (ORDER.index(scheme) if scheme in ORDER else len(ORDER), scheme)
-
-
 def draw(data, out):
     panels = sorted({(e, s) for e, s, _ in data}, key=lambda p: (p[0], p[1] != "default", p[1]))
     rows = math.ceil(len(panels) / PER_ROW)
@@ -125,7 +118,7 @@ def draw(data, out):
                              squeeze=False)
     for ax, (experiment, setting) in zip(axes.flat, panels):
         lows = []
-        for scheme in sorted({k[2] for k in data if k[:2] == (experiment, setting)}, key=order):
+        for scheme in sorted({k[2] for k in data if k[:2] == (experiment, setting)}, key=scheme_rank):
             runs = data[(experiment, setting, scheme)]
             steps = sorted(set.intersection(*(set(c) for c in runs.values())))
             mean = [sum(c[s] for c in runs.values()) / len(runs) for s in steps]

@@ -11,14 +11,11 @@ import sys
 
 import numpy as np
 
-from common import label_variants, plt, read_checked, save
+from common import label_variants, plt, read_checked, save, scheme_rank
 
 COLUMNS = ["scheme", "seed", "train_len", "eval_len", "depth", "trials", "accuracy", "digit_accuracy",
            "key_bits_per_byte"]
 KEY = ("variant", "seed", "train_len", "eval_len", "depth")
-
-ORDER = ["nope", "alibi", "rope", "rope_qkv", "random_qk", "random_qkv", "learned_qk", "learned_qkv",
-         "learned_qkv_alibi", "random_qkv_alibi", "learned_qkv_forget"]
 
 CHANCE_BITS = math.log2(10)  # -log2(1/10): a uniform guess over ten digits
 
@@ -81,10 +78,9 @@ def load_all(paths, metric):
 
 
 def schemes_in(rows):
-    """The variants present (a swept experiment's schemes with their swept values), in ORDER of their schemes."""
+    """The variants present (a swept experiment's schemes with their swept values), in the order of their schemes."""
     present = {r["variant"] for r in rows}
-    rank = {s: k for k, s in enumerate(ORDER)}
-    return sorted(present, key=lambda v: (rank.get(v.split(" ")[0], len(ORDER)), v))
+    return sorted(present, key=lambda v: (scheme_rank(v.split(" ")[0]), v))
 
 
 def length_label(ratio):

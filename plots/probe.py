@@ -14,15 +14,13 @@ import sys
 
 import numpy as np
 
-from common import fail, plt, read_checked, save
+from common import fail, plt, read_checked, save, scheme_rank
 
 SCRIPT = "probe.py"
 COLUMNS = ["scheme", "seed", "train_len", "eval_len", "window", "layer", "head", "queries", "far_mass",
            "far_norm", "entropy", "logit_range", "far_mass_lower_bound", "far_mass_last_bin", "bound_violations"]
 ANGLE_COLUMNS = ["scheme", "seed", "train_len", "layer", "block", "eps", "beta", "mixing_window",
                  "layer_window_median", "layer_window_max"]
-ORDER = ["nope", "alibi", "rope", "rope_qkv", "random_qk", "random_qkv", "learned_qk", "learned_qkv",
-         "learned_qkv_alibi", "random_qkv_alibi", "learned_qkv_forget"]
 
 
 def arguments():
@@ -34,7 +32,7 @@ def arguments():
 
 
 def ordered(schemes):
-    return [s for s in ORDER if s in schemes] + sorted(set(schemes) - set(ORDER))
+    return sorted(set(schemes), key=scheme_rank)
 
 
 def length_label(ratio):
