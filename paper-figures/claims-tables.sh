@@ -1,7 +1,8 @@
 # The claims tables' inputs and their splice, sourced by recipes/85-claims.sh
-# (which writes the tables into README.md and docs/results.md) and by
+# (which writes the tables into README.md and docs/results.md), by
+# recipes/87-convergence.sh (its table into docs/results.md) and by
 # scripts/check-claims-tables.sh (which checks that the committed tables are
-# what the committed CSVs give), so both read one list and splice one way.
+# what the committed CSVs give), so all read one list and splice one way.
 # Sets MAIN (the default setting, the
 # far-mass-control and Householder runs, the robustness and retrieval
 # settings), ALL (MAIN and the learned-angle variants), ROBUST_PROBE (the
@@ -32,4 +33,15 @@ splice_tables() {
                             next }
     /^<!-- claims:end/    { skip = 0 }
     !skip' "$2"
+}
+
+# splice_docs DIR DOC...: each DOC rewritten in place by splice_tables DIR;
+# a DOC without a `<!-- claims:begin` marker is left alone.
+splice_docs() {
+  local dir=$1 doc; shift
+  for doc in "$@"; do
+    grep -q '^<!-- claims:begin' "$doc" || continue
+    splice_tables "$dir" "$doc" > "$doc.tmp"
+    mv "$doc.tmp" "$doc"
+  done
 }

@@ -11,7 +11,7 @@
 # committed tables are what this writes (scripts/check-claims-tables.sh).
 set -euo pipefail
 
-# MAIN, ALL, ROBUST_PROBE, WINDOWS and splice_tables, shared with the check
+# MAIN, ALL, ROBUST_PROBE, WINDOWS and splice_docs, shared with the check
 # that the committed tables are current (scripts/check-claims-tables.sh).
 source paper-figures/claims-tables.sh
 
@@ -56,8 +56,4 @@ if [ -f "$RETRIEVAL" ]; then
 fi
 
 # Splice each table between its markers; a file without them is left alone.
-for doc in README.md docs/results.md; do
-  grep -q '^<!-- claims:begin' "$doc" || continue
-  splice_tables "$DATA" "$doc" > "$doc.tmp"
-  mv "$doc.tmp" "$doc"
-done
+splice_docs "$DATA" README.md docs/results.md

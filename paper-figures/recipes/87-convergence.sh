@@ -8,7 +8,7 @@
 # `<!-- claims:begin convergence -->` and its end marker. Seconds.
 set -euo pipefail
 
-# splice_tables, shared with the claims recipe.
+# splice_docs, shared with the claims recipe.
 source paper-figures/claims-tables.sh
 
 LOSSES=(paper-figures/*/*-loss.csv)
@@ -22,5 +22,4 @@ trap 'rm -rf "$TABLES"' EXIT
   > "$TABLES/claims-convergence.md"
 # docs/results.md shows the committed copy, so it moves with the table.
 cp "$OUT/convergence.png" paper-figures/robustness-cpu/convergence.png
-splice_tables "$TABLES" docs/results.md > docs/results.md.tmp
-mv docs/results.md.tmp docs/results.md
+splice_docs "$TABLES" docs/results.md
