@@ -119,7 +119,7 @@ void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::st
   for (auto* j : {&want, &have}) {
     (*j)["train"].erase("checkpoint_every");
     (*j)["train"].erase("log_every");
-    j->erase("data");
+    if (j->contains("data")) (*j)["data"].erase("corpus");  // where the corpus lives; a task is the run's data
   }
   // Checkpoints written before a key existed had the value it was added with.
   // Not from_json's defaults: a default may change later (learned_init did).
@@ -132,9 +132,14 @@ void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::st
       {"model", "learned_shared", false},
       {"train", "passkey_fraction", 0.0},  // issue 35
       {"train", "data_seed", 0},
+      {"data", "task", ""},  // issue 51
+      {"data", "flipflop_p", 0.8},
+      {"data", "recall_keys", 32},
+      {"data", "recall_values", 10},
+      {"data", "recall_query", 0.25},
   };
   for (const auto& a : added_keys)
-    if (have.contains(a.section) && !have[a.section].contains(a.key)) have[a.section][a.key] = a.before;
+    if (!have[a.section].contains(a.key)) have[a.section][a.key] = a.before;
   const std::string d = first_difference(have, want, "");
   if (!d.empty())
     throw CheckpointError(
