@@ -8,6 +8,7 @@
 
 #include "app/commands.h"
 #include "claims/claims.h"
+#include "claims/task_claims.h"
 #include "io/output.h"
 #include "io/table.h"
 #include "runs/probe.h"
@@ -38,18 +39,34 @@ int cmd_claims(const std::vector<std::string>& args) {
   for (const auto& c : csvs) files.input(c), files.input(c + ".json");
   for (const auto& p : probes) files.input(p + ".json"), files.input(runs::probe_angles_path(p));
   if (!out.empty()) files.output(out, "--csv"), files.output(out + ".json", "the sidecar --csv FILE.json");
-  auto settings = claims::read_settings(csvs, probes);
-  for (const auto& want : only_settings)
-    if (std::none_of(settings.begin(), settings.end(), [&](const auto& s) { return s.setting == want; })) {
-      std::string names;
-      for (const auto& s : settings) names += (names.empty() ? "" : ", ") + s.setting;
-      throw claims::ClaimsError("--settings: '" + want + "' is not a setting of these CSVs; they hold: " + names);
-    }
-  if (!only_settings.empty())
-    std::erase_if(settings, [&](const auto& s) {
-      return std::find(only_settings.begin(), only_settings.end(), s.setting) == only_settings.end();
-    });
-  const auto results = claims::evaluate_claims(settings);
+  // Task experiments (runs/task_eval.h) have claims of their own
+  // (claims/task_claims.h); one call judges one kind.
+  const std::size_t task_csvs = std::count_if(csvs.begin(), csvs.end(), claims::is_task_csv);
+  if (task_csvs != 0 && task_csvs != csvs.size())
+    throw claims::ClaimsError("claims: task experiment CSVs and corpus experiment CSVs are judged apart; pass one kind");
+  // Only the settings asked for (all when none is named).
+  const auto keep_asked = [&](auto settings) {
+    for (const auto& want : only_settings)
+      if (std::none_of(settings.begin(), settings.end(), [&](const auto& s) { return s.setting == want; })) {
+        std::string names;
+        for (const auto& s : settings) names += (names.empty() ? "" : ", ") + s.setting;
+        throw claims::ClaimsError("--settings: '" + want + "' is not a setting of these CSVs; they hold: " + names);
+      }
+    if (!only_settings.empty())
+      std::erase_if(settings, [&](const auto& s) {
+        return std::find(only_settings.begin(), only_settings.end(), s.setting) == only_settings.end();
+      });
+    return settings;
+  };
+  std::vector<claims::ClaimResult> results;
+  if (task_csvs > 0) {
+    std::vector<claims::TaskReadings> settings;
+    for (const auto& c : csvs)
+      for (auto& s : claims::read_task_settings(c, probes)) settings.push_back(std::move(s));
+    results = claims::evaluate_task_claims(keep_asked(std::move(settings)));
+  } else {
+    results = claims::evaluate_claims(keep_asked(claims::read_settings(csvs, probes)));
+  }
   if (!out.empty()) {
     files.set(out, claims::claims_csv(results));
     files.set(out + ".json",

@@ -83,6 +83,14 @@ TEST(task_runs, training_batches_are_fresh_sequences_from_their_start) {
   EXPECT_NE(tok, tok2);
 }
 
+TaskEvalPlan plan_of(std::string lengths, std::vector<double> p = {}, std::vector<int64_t> distances = {}) {
+  TaskEvalPlan plan;
+  plan.lengths = std::move(lengths);
+  plan.p = std::move(p);
+  plan.distances = std::move(distances);
+  return plan;
+}
+
 TEST(task_runs, sets_are_checked_before_any_work) {
   const RunConfig c = task_config("[data]\ntask = \"flipflop\"\n");
   TaskEvalPlan plan;
@@ -100,12 +108,12 @@ TEST(task_runs, sets_are_checked_before_any_work) {
   // Length sets aim at `reads` reads.
   EXPECT_EQ(sets[0].sequences, int(std::ceil(plan.reads / data::expected_reads(c.task, 32))));
   const std::pair<TaskEvalPlan, const char*> bad[] = {
-      {{.lengths = "1x,33"}, "--lengths: 33 does not fit task flipflop"},
-      {{.lengths = "1x", .p = {1.0}}, "--p: 1 is not accepted"},
-      {{.lengths = "1x", .distances = {3}}, "--distances: 3 is not accepted"},
-      {{.lengths = "1x", .distances = {0}}, "--distances: 0 is not accepted"},
-      {{.lengths = "1x,1x"}, "is asked twice"},
-      {{.lengths = "1y"}, "--lengths: '1y' is not a length"},
+      {plan_of("1x,33"), "--lengths: 33 does not fit task flipflop"},
+      {plan_of("1x", {1.0}), "--p: 1 is not accepted"},
+      {plan_of("1x", {}, {3}), "--distances: 3 is not accepted"},
+      {plan_of("1x", {}, {0}), "--distances: 0 is not accepted"},
+      {plan_of("1x,1x"), "is asked twice"},
+      {plan_of("1y"), "--lengths: '1y' is not a length"},
   };
   for (const auto& [p, want] : bad) {
     try {
@@ -116,7 +124,7 @@ TEST(task_runs, sets_are_checked_before_any_work) {
     }
   }
   const RunConfig lv = task_config("[data]\ntask = \"latest_value\"\n");
-  EXPECT_THROW(task_sets(lv, {.lengths = "1x", .p = {0.5}}, "--"), ConfigError);  // p is flip-flop's
+  EXPECT_THROW(task_sets(lv, plan_of("1x", {0.5}), "--"), ConfigError);  // p is flip-flop's
 }
 
 // A model that reads the flip-flop rule off its input: at every read it puts
@@ -157,7 +165,9 @@ class RuleModel final : public nn::ModelBackend {
 
 TEST(task_runs, evaluation_scores_reads_by_the_rule) {
   const RunConfig c = task_config("[data]\ntask = \"flipflop\"\n");
-  const auto sets = task_sets(c, {.lengths = "1x,4x", .distances = {8, 24}, .reads = 4000, .distance_reads = 400}, "--");
+  TaskEvalPlan plan = plan_of("1x,4x", {}, {8, 24});
+  plan.reads = 4000, plan.distance_reads = 400;
+  const auto sets = task_sets(c, plan, "--");
   for (const auto& s : sets) {
     RuleModel oracle(true), zeros(false);
     const TaskSetResult right = evaluate_task_set(oracle, 256, s, 1);
