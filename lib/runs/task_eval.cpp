@@ -99,6 +99,15 @@ std::vector<TaskSet> task_sets(const RunConfig& c, const TaskEvalPlan& plan, con
   return sets;
 }
 
+std::vector<data::TaskSequence> task_set_sequences(const TaskSet& set, uint64_t seed, int first, int count) {
+  const uint64_t hash = set_hash(set);
+  std::vector<data::TaskSequence> out;
+  for (int i = first; i < first + count; ++i)
+    out.push_back(data::task_sequence(set.task, set.window, seed, ((hash & 0xffffffffull) << 28) | uint64_t(i),
+                                      set.distance));
+  return out;
+}
+
 TaskSetResult evaluate_task_set(nn::ModelBackend& model, int vocab, const TaskSet& set, uint64_t seed,
                                 const std::function<void()>& after_pass) {
   const uint64_t hash = set_hash(set);
@@ -108,20 +117,16 @@ TaskSetResult evaluate_task_set(nn::ModelBackend& model, int vocab, const TaskSe
   TaskSetResult r;
   double nats = 0;
   std::vector<int> tokens, targets;
-  std::vector<data::TaskSequence> seqs;
   for (int s0 = 0, pass = 0; s0 < set.sequences; s0 += batch, ++pass) {
     const int B = std::min(batch, set.sequences - s0);
     tokens.resize(std::size_t(B) * L);
     targets.resize(tokens.size());
-    seqs.clear();
-    for (int b = 0; b < B; ++b) {
-      const uint64_t stream = ((hash & 0xffffffffull) << 28) | uint64_t(s0 + b);
-      seqs.push_back(data::task_sequence(set.task, L, seed, stream, set.distance));
+    const std::vector<data::TaskSequence> seqs = task_set_sequences(set, seed, s0, B);
+    for (int b = 0; b < B; ++b)
       for (int64_t t = 0; t < L; ++t) {
-        tokens[b * L + t] = seqs.back().bytes[t];
-        targets[b * L + t] = seqs.back().bytes[t + 1];
+        tokens[b * L + t] = seqs[b].bytes[t];
+        targets[b * L + t] = seqs[b].bytes[t + 1];
       }
-    }
     model.forward(tokens.data(), targets.data(), B, int(L), first_pass + uint64_t(pass), false, 0);
     const float* logits = model.logits();
     const float* losses = model.losses();

@@ -61,6 +61,10 @@ struct TaskEvalPlan {
 // prefixes the names: "--" for the CLI, "[experiment] task_" for a file).
 std::vector<TaskSet> task_sets(const RunConfig& c, const TaskEvalPlan& plan, const std::string& flag);
 
+// Sequences first .. first + count - 1 of a set: exactly what
+// evaluate_task_set scores (the Python module hands them to PyTorch models).
+std::vector<data::TaskSequence> task_set_sequences(const TaskSet& set, uint64_t seed, int first, int count);
+
 TaskSetResult evaluate_task_set(nn::ModelBackend& model, int vocab, const TaskSet& set, uint64_t seed,
                                 const std::function<void()>& after_pass = nullptr);
 
