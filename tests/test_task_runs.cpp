@@ -43,10 +43,10 @@ TEST(task_runs, config_reads_the_task_and_refuses_what_cannot_be) {
   const std::pair<const char*, const char*> cases[] = {
       {"[data]\ntask = \"copy\"\n", "task 'copy' is unknown"},
       {"[data]\ntask = \"flipflop\"\nflipflop_p = 1\n", "flipflop_p must be a number in [0, 1)"},
-      {"[data]\ntask = \"latest_value\"\nrecall_keys = 53\n", "recall_keys must be an integer in [1, 52]"},
+      {"[data]\ntask = \"latest_value\"\nrecall_keys = 17\n", "recall_keys must be an integer in [1, 16]"},
       {"[data]\ntask = \"latest_value\"\nrecall_values = 11\n", "recall_values must be an integer in [1, 10]"},
       {"[data]\ntask = \"latest_value\"\nrecall_query = 0\n", "recall_query must be a number in (0, 1)"},
-      {"[model]\ncontext = 30\n[data]\ntask = \"latest_value\"\n", "context = 30 does not fit task latest_value"},
+      {"[model]\ncontext = 2\n[data]\ntask = \"latest_value\"\n", "context = 2 does not fit task latest_value"},
       {"[model]\ncontext = 33\n[data]\ntask = \"flipflop\"\n", "context = 33 does not fit task flipflop"},
       {"[train]\npasskey_fraction = 0.5\n[data]\ntask = \"flipflop\"\n", "a run of [data] task flipflop has none"},
   };

@@ -14,6 +14,12 @@ std::string task_names() { return "flipflop, latest_value"; }
 
 bool is_task(const std::string& name) { return name == "flipflop" || name == "latest_value"; }
 
+bool task_reads(const std::string& name, const std::string& key) {
+  if (key.starts_with("flipflop_")) return name == "flipflop";
+  if (key.starts_with("recall_")) return name == "latest_value";
+  return true;
+}
+
 namespace {
 
 void require_task(const TaskConfig& t) {
@@ -25,14 +31,14 @@ void require_task(const TaskConfig& t) {
 
 int task_unit(const TaskConfig& t) {
   require_task(t);
-  return t.name == "flipflop" ? 2 : 4;
+  return t.name == "flipflop" ? 2 : 1;
 }
 
-int64_t task_min_window(const TaskConfig& t) { return 2 * int64_t(task_unit(t)); }
+int64_t task_min_window(const TaskConfig& t) { return task_unit(t) == 2 ? 4 : 3; }
 
 bool task_distance_fits(const TaskConfig& t, int64_t distance, int64_t window) {
   const int unit = task_unit(t);
-  return distance >= unit && distance % unit == 0 && distance <= window - unit;
+  return distance >= unit && distance % unit == 0 && distance <= window - 2;
 }
 
 TaskSequence task_sequence(const TaskConfig& t, int64_t window, uint64_t seed, uint64_t stream, int64_t distance) {

@@ -30,8 +30,8 @@ inline constexpr uint8_t kTaskStart = '^';
 struct TaskConfig {
   std::string name;      // "" (no task: the corpus), "flipflop" or "latest_value"
   double p = 0.8;        // flipflop: the probability of an ignore instruction
-  int keys = 32;         // latest_value: key bytes, the first `keys` of kValueKeys
-  int values = 10;       // latest_value: value bytes, the digits 0 .. values - 1
+  int keys = 16;         // latest_value: keys (data/latest_value.h), at most 16
+  int values = 10;       // latest_value: values, the digits 0 .. values - 1
   double query = 0.25;   // latest_value: the probability that an item is a query
   bool operator==(const TaskConfig&) const = default;
 };
@@ -39,10 +39,14 @@ struct TaskConfig {
 // "flipflop, latest_value"
 std::string task_names();
 bool is_task(const std::string& name);
+// Whether a run of task `name` ("" for the corpus) reads [data] `key`
+// (flipflop_p, recall_keys, ...): a key it does not read does not make
+// another run (checkpoints, sweeps).
+bool task_reads(const std::string& name, const std::string& key);
 
 // A read: token position `at` of the sequence, whose next byte is the answer;
 // `distance` bytes back from `at` lies the byte the answer was copied from
-// (flip-flop: the latest `w`; latest value: the latest assignment's `=`).
+// (flip-flop: the latest `w`; latest value: the key's latest assignment).
 struct TaskRead {
   int64_t at;
   int64_t distance;
@@ -54,13 +58,12 @@ struct TaskSequence {
 };
 
 // The step between sequence lengths a task can fill (flipflop: instruction-
-// bit pairs, 2; latest_value: items of 4 bytes, 4) and the shortest window:
-// a window of T bytes is a sequence of T + 1 (kTaskStart first), and T must
-// be a multiple of the unit, at least task_min_window.
+// bit pairs, 2; latest_value: any, 1) and the shortest window (4 and 3): a
+// window of T bytes is a sequence of T + 1 (kTaskStart first).
 int task_unit(const TaskConfig& t);
 int64_t task_min_window(const TaskConfig& t);
 // The distances a distance set may ask at window T: multiples of the unit
-// from the unit to T - task_unit (the source must fit after kTaskStart).
+// from the unit to T - 2 (the source must fit after kTaskStart).
 bool task_distance_fits(const TaskConfig& t, int64_t distance, int64_t window);
 
 // A sequence of window + 1 bytes from the stream (seed, stream): the task's

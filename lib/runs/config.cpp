@@ -220,7 +220,7 @@ void validate(const RunConfig& c, const std::string& where) {
     if (m.context % unit != 0 || m.context < data::task_min_window(c.task))
       throw ConfigError(fmt::format("{}: [model] context = {} does not fit task {}: accepted: a multiple of {} bytes "
                                     "(one {}), at least {}",
-                                    where, m.context, c.task.name, unit, unit == 2 ? "instruction-bit pair" : "item k=v;",
+                                    where, m.context, c.task.name, unit, unit == 2 ? "instruction-bit pair" : "byte",
                                     data::task_min_window(c.task)));
     if (c.train.passkey_fraction > 0)
       throw ConfigError(fmt::format("{}: [train] passkey_fraction mixes passkeys into corpus windows; a run of [data] "

@@ -65,7 +65,9 @@ std::string config_value(const RunConfig& c, const std::string& key) {
 }
 
 bool point_reads(const RunConfig& c, const std::string& key) {
-  return sweep_section(key) != "model" || nn::scheme_reads(c.model, key);
+  const std::string section = sweep_section(key);
+  if (section == "data") return data::task_reads(c.task.name, key);
+  return section != "model" || nn::scheme_reads(c.model, key);
 }
 
 std::vector<std::string> read_schemes(const toml::node& v, const std::string& where) {

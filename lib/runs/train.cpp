@@ -88,6 +88,10 @@ bool same_run(const RunConfig& a, const RunConfig& b) {
   x.train.checkpoint_every = y.train.checkpoint_every;
   x.train.log_every = y.train.log_every;
   x.corpus = y.corpus;
+  // Parameters the run's task does not read.
+  if (!data::task_reads(x.task.name, "flipflop_p")) x.task.p = y.task.p;
+  if (!data::task_reads(x.task.name, "recall_keys"))
+    x.task.keys = y.task.keys, x.task.values = y.task.values, x.task.query = y.task.query;
   return x == y;
 }
 
