@@ -28,7 +28,7 @@ def config_dict(corpus, scheme="learned_qkv", steps=STEPS, every=STEPS, numbers=
     n = numbers
     return {"model": {"d_model": n(24), "heads": n(3), "layers": n(2), "mlp_ratio": n(2), "context": n(16),
                       "scheme": scheme},
-            "train": {"batch": n(4), "warmup": n(2), "steps": n(steps), "lr": np.float64(3e-3) if n is not int else 3e-3,
+            "train": {"batch": n(4), "warmup": n(2), "steps": n(steps), "lr": 3e-3 if n is int else np.float64(3e-3),
                       "checkpoint_every": n(every), "log_every": n(4)},
             "data": {"corpus": corpus}}
 

@@ -276,7 +276,7 @@ class RandomAngles(unittest.TestCase):
 
     def test_layers_built_alike_differ_and_reload_the_same(self):
         torch.manual_seed(0)
-        a, b = rt.AccumulatedRotaryAttention(12, 3, angles="random"), rt.AccumulatedRotaryAttention(12, 3, angles="random")
+        a, b = (rt.AccumulatedRotaryAttention(12, 3, angles="random") for _ in range(2))
         h = torch.zeros(1, 4, 12)
         self.assertGreater(worst(a.eval().theta(h, None, None, None), b.eval().theta(h, None, None, None)), 1e-3)
         c = rt.AccumulatedRotaryAttention(12, 3, angles="random").eval()
