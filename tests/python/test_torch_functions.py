@@ -210,6 +210,29 @@ class PiecesForYourOwnAttention(unittest.TestCase):
         self.assertLess(worst(torch.cos(w), torch.cos(big)), 1e-9)
 
 
+@unittest.skipUnless(rt.rotary.FUSED, "PyTorch 1.13 has no scaled_dot_product_attention (scripts/device-check.sh "
+                                     "runs this where PyTorch 2 is)")
+class FusedAgainstWrittenOut(unittest.TestCase):
+    def test_masks_padding_bias_and_offset(self):
+        q, k, v = (x.transpose(1, 2) for x in qkv(2, 9, 3, 4, 30))
+        bias = torch.randn(1, 3, 4, 9, dtype=F64)
+        pad = torch.zeros(2, 9, dtype=torch.bool)
+        pad[0, :6] = True  # query rows of row 0 that see no key
+        bool_mask = torch.rand(4, 9, generator=torch.Generator().manual_seed(31)) > 0.3
+        float_mask = torch.zeros(4, 9, dtype=F64).masked_fill(~bool_mask, float("-inf"))
+        cases = [dict(), dict(bias=bias), dict(key_padding_mask=pad), dict(attn_mask=bool_mask, causal=False),
+                 dict(attn_mask=float_mask, bias=bias), dict(scale=0.3, key_padding_mask=pad)]
+        for kw in cases:
+            with self.subTest(kw=sorted(kw)):
+                got = rt.attend(q[:, :, 5:], k, v, offset=5, **kw)
+                rt.rotary.FUSED = False
+                try:
+                    want = rt.attend(q[:, :, 5:], k, v, offset=5, **kw)
+                finally:
+                    rt.rotary.FUSED = True
+                self.assertLess(worst(got, want), 1e-12)
+
+
 class HouseholderBlockedAgainstReference(unittest.TestCase):
     # (B, T, H, D, chunk): one position, chunks that do not divide T, one chunk, many chunks.
     SHAPES = [(1, 1, 1, 4, 4), (2, 7, 3, 6, 3), (2, 13, 2, 4, 4), (1, 37, 2, 8, 8), (1, 64, 1, 4, 64),
