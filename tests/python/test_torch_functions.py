@@ -302,17 +302,21 @@ class HouseholderBlockedAgainstReference(unittest.TestCase):
         b = rt.householder_attention(t(q), t(k), t(v), t(w), t(beta), t(lf), transport_values=True, chunk=4,
                                      layout="bhtd")
         self.assertLess(worst(t(b), a), 1e-14)
-        # Left padding of 3: the padded row's real positions are the unpadded row's.
-        padq = lambda x: torch.cat((torch.randn(2, 3, *x.shape[2:], dtype=F64), x), dim=1)  # noqa: E731
-        mask = torch.zeros(2, 14, dtype=torch.bool)
-        mask[:, :3] = True
-        lfp = torch.cat((torch.full((2, 3, 2), -5.0, dtype=F64), lf), dim=1)
-        wp = padq(w)
-        wp = wp / wp.norm(dim=-1, keepdim=True)
-        got = rt.householder_attention(padq(q), padq(k), padq(v), wp, padq(beta).abs(), lfp, transport_values=True,
-                                       key_padding_mask=mask, chunk=4)
-        self.assertLess(worst(got[:, 3:], a), 1e-13)
-        self.assertTrue(torch.all(got[:, :3] == 0))
+        # 3 positions of padding inside the row (packed sequences), and on the left: the padded row's real
+        # positions are the unpadded row's; a padded query that sees no key gives zeros.
+        for at in (4, 0):
+            with self.subTest(padding_at=at):
+                padq = lambda x: torch.cat((x[:, :at], torch.randn(2, 3, *x.shape[2:], dtype=F64), x[:, at:]),  # noqa
+                                           dim=1)
+                mask = torch.zeros(2, 14, dtype=torch.bool)
+                mask[:, at:at + 3] = True
+                wp = padq(w)
+                wp = wp / wp.norm(dim=-1, keepdim=True)
+                got = rt.householder_attention(padq(q), padq(k), padq(v), wp, padq(beta).abs(), padq(lf) - 5.0 * mask[..., None],
+                                               transport_values=True, key_padding_mask=mask, chunk=4)
+                self.assertLess(worst(got[:, ~mask[0]], a), 1e-13)
+                if at == 0:
+                    self.assertTrue(torch.all(got[:, :3] == 0))
 
 
 if __name__ == "__main__":

@@ -206,7 +206,8 @@ class AsPyTorchUsersHoldThem(unittest.TestCase):
 
     def test_padded_batches_left_and_right(self):
         """A padded row's real positions give the unpadded row's outputs (for every scheme whose angles do not
-        depend on the absolute position's random draw), padding on the left or the right."""
+        depend on the absolute position's random draw), padding on the left or the right, and inside the row
+        for the schemes whose terms are sums of steps (not RoPE's or ALiBi's positions)."""
         T, P = 7, 3
         g = torch.Generator().manual_seed(9)
         h = torch.randn(2, T, 12, dtype=torch.float64, generator=g)
@@ -214,25 +215,25 @@ class AsPyTorchUsersHoldThem(unittest.TestCase):
         junk = torch.randn(2, P, 12, dtype=torch.float64, generator=g)
         junk_tokens = torch.randint(0, 256, (2, P), generator=g)
         for scheme, beta in VARIANTS:
-            if rt.SCHEMES[scheme].angles == "random":
+            s = rt.SCHEMES[scheme]
+            if s.angles == "random":
                 continue
             a = layer(scheme, beta)
             want = a(h, tokens)
-            for side in ("left", "right"):
+            # Padding inside a row (packed sequences): only where a position's terms are its steps alone.
+            sides = ("left", "right") + (("inside",) if s.angles not in ("rope",) and not s.alibi else ())
+            for side in sides:
                 with self.subTest(scheme=scheme, beta=beta, side=side):
-                    if side == "left":
-                        hp, tp = torch.cat((junk, h), 1), torch.cat((junk_tokens, tokens), 1)
-                        real = slice(P, P + T)
-                    else:
-                        hp, tp = torch.cat((h, junk), 1), torch.cat((tokens, junk_tokens), 1)
-                        real = slice(0, T)
-                    pad = torch.ones(2, T + P, dtype=torch.bool)
-                    pad[:, real] = False
+                    at = {"left": 0, "right": T, "inside": 3}[side]
+                    hp = torch.cat((h[:, :at], junk, h[:, at:]), 1)
+                    tp = torch.cat((tokens[:, :at], junk_tokens, tokens[:, at:]), 1)
+                    pad = torch.zeros(2, T + P, dtype=torch.bool)
+                    pad[:, at:at + P] = True
                     got = a(hp, tp, key_padding_mask=pad)
-                    self.assertLess(worst(got[:, real], want), 1e-12)
-                    # Planted: without the mask the left-padded row differs.
-                    if side == "left":
-                        self.assertGreater(worst(a(hp, tp)[:, real], want), 1e-6)
+                    self.assertLess(worst(got[:, ~pad[0]], want), 1e-12)
+                    # Planted: without the mask a row padded on the left or inside differs.
+                    if side != "right":
+                        self.assertGreater(worst(a(hp, tp)[:, ~pad[0]], want), 1e-6)
 
     def test_padding_keeps_gradients_finite(self):
         a = rt.AccumulatedRotaryAttention(12, 3, angles="learned")

@@ -30,8 +30,9 @@ def householder_step(x, w, beta):
     return x - (beta[:, :, None] * alpha)[..., None] * w[:, :, None, :]
 
 
-def _inputs(q, k, v, w, beta, log_forget, layout):
-    """(B, H, T, hd) tensors and (B, H, T) beta and log_forget, whatever the layout."""
+def _inputs(q, k, v, w, beta, log_forget, layout, key_padding_mask):
+    """(B, H, T, hd) tensors and (B, H, T) beta and log_forget, whatever the layout; a padded position's step
+    is the identity (beta 0) and its forget gate open (log 0)."""
     if layout not in LAYOUTS:
         to_bhtd(q, layout)  # raises the one-line refusal
     q, k, v, w = (to_bhtd(x, layout) for x in (q, k, v, w))
@@ -42,6 +43,9 @@ def _inputs(q, k, v, w, beta, log_forget, layout):
         raise ValueError(f"householder_attention: q, k, v and w must share one shape and beta be it without "
                          f"head_dim; got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}, {tuple(w.shape)}, "
                          f"beta {tuple(beta.shape)} (as B, H, T, hd)")
+    if key_padding_mask is not None:
+        beta = beta.masked_fill(key_padding_mask[:, None, :], 0.0)
+        log_forget = None if log_forget is None else log_forget.masked_fill(key_padding_mask[:, None, :], 0.0)
     return q, k, v, w, beta, log_forget
 
 
@@ -60,10 +64,8 @@ def householder_attention(q, k, v, w, beta, log_forget=None, *, scale=None, tran
     by the same steps (routelab's householder_qkv). attn_mask, key_padding_mask (B, T, True at padding): as in
     rotary.py; a padded position's step is the identity. dropout: on the probabilities. chunk: positions per
     block (the result does not depend on it beyond rounding). Returns q's shape and dtype."""
-    q, k, v, w, beta, log_forget = _inputs(q, k, v, w, beta, log_forget, layout)
+    q, k, v, w, beta, log_forget = _inputs(q, k, v, w, beta, log_forget, layout, key_padding_mask)
     B, H, T, D = q.shape
-    if key_padding_mask is not None:
-        beta = beta.masked_fill(key_padding_mask[:, None, :], 0.0)
     C = max(1, min(int(chunk), T))
     N = -(-T // C)
     pad = N * C - T
@@ -147,10 +149,8 @@ def householder_attention_reference(q, k, v, w, beta, log_forget=None, *, scale=
                                     attn_mask=None, key_padding_mask=None, layout="bthd"):
     """householder_attention position by position, as the definition reads (no blocks): the reference the
     blocked form is tested against. Slow (a Python loop over positions)."""
-    q, k, v, w, beta, log_forget = _inputs(q, k, v, w, beta, log_forget, layout)
+    q, k, v, w, beta, log_forget = _inputs(q, k, v, w, beta, log_forget, layout, key_padding_mask)
     B, H, T, D = q.shape
-    if key_padding_mask is not None:
-        beta = beta.masked_fill(key_padding_mask[:, None, :], 0.0)
     # S[i, j] = k_j . (H_{j+1} ... H_i q_i): every query carried back key by key, from the last key down.
     cols = []
     U = q.new_zeros(B, H, 0, D)  # queries j .. T-1, carried back to position j

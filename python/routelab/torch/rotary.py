@@ -186,7 +186,7 @@ def accumulated_rotary_attention(q, k, v, theta=None, *, layout="bthd", transpor
     by the heads or per head (B, Tk, H, hd/2), (B, H, Tk, hd/2) in bhtd. Pair j of q and k at position t is
     turned by theta[t, j] (transport_values: v too, and the output back by the query's -theta).
     slopes (H,): ALiBi's -m_h (i - j). log_forget (B, Tk, H) ((B, H, Tk) in bhtd): the forget gate's
-    cum_i - cum_j, cum the running sum of log forget gates (formed in float64).
+    cum_i - cum_j, cum the running sum of log forget gates (formed in float64; 0 at padding).
     The queries are the positions offset .. offset + Tq - 1 of the keys' (default offset Tk - Tq: the last
     ones, as when decoding with the keys and values of earlier positions kept: pass them all with their
     angles). causal (default), attn_mask, key_padding_mask (B, Tk): as in rotary.py's docstring. scale:
@@ -218,6 +218,8 @@ def accumulated_rotary_attention(q, k, v, theta=None, *, layout="bthd", transpor
         if not causal:
             raise ValueError("log_forget: the forget gate decays the past; it needs causal=True")
         lf = log_forget.transpose(1, 2) if layout == "bthd" else log_forget
+        if key_padding_mask is not None:  # a padded position does not decay the past
+            lf = lf.masked_fill(key_padding_mask[:, None, :], 0.0)
         cum = torch.cumsum(lf.double(), dim=2)  # (B, H, Tk)
         fb = (cum[:, :, offset:offset + Tq, None] - cum[:, :, None, :]).to(q.dtype)
         bias = fb if bias is None else bias + fb
