@@ -115,6 +115,11 @@ class _Angles(nn.Module):
         """(beta, drift) per block, numpy arrays, token_freq the law of the tokens."""
         raise NotImplementedError(f"{type(self).__name__}: the law of its angles is a stream's")
 
+    def export_tensors(self, shared):
+        """{name in a `routelab export` file, relative to layers.l.: parameter}; shared: the model holds a table
+        all layers share."""
+        return {}
+
 
 class RopeAngles(_Angles):
     """RoPE: theta_t = t f_j (psi = f_j every step: beta 1, drift f_j)."""
@@ -183,6 +188,9 @@ class LearnedAngles(_Angles):
     def vocab_size(self):
         return self.table.shape[0]
 
+    def export_tensors(self, shared):
+        return {} if shared else {"angles": self.table}
+
     def steps(self, h, tokens, first, pass_id):
         if tokens is None:
             raise ValueError("learned angles need the tokens of the positions: forward(h, tokens)")
@@ -204,6 +212,9 @@ class ProjectedAngles(_Angles):
     def __init__(self, head_dim, *, d_model, rope_base=10000.0, device=None, dtype=None, **_):
         super().__init__(head_dim, rope_base)
         self.psi = _linear(self.nb, d_model, True, device, dtype)
+
+    def export_tensors(self, shared):
+        return {"psi.w": self.psi.weight, "psi.b": self.psi.bias}
 
     def steps(self, h, tokens, first, pass_id):
         return self.psi(h).double()
@@ -257,8 +268,9 @@ class SchemeAttention(nn.Module):
     pass_id the random angles' pass (EVAL_PASS + i is routelab eval's pass i; default: fresh in training, EVAL_PASS
     in eval). attn_mask: bool (True where a query may attend a key) or float (added to the scores), broadcasting
     to (B, heads, T, keys); key_padding_mask (B, T) bool, True at padding: a padded position takes no angle step,
-    no Householder step and no forget-gate decay, and no query attends it, so a padded row's real positions give
-    what the unpadded row gives (random angles: drawn at the row's positions). causal=False (no cache) for
+    no Householder step and no forget-gate decay, and no query attends it, so a row padded on the left or right
+    gives the unpadded row's outputs at its real positions (random angles: drawn at the row's positions), and
+    padded inside too where every term is a sum of steps (not RoPE's or ALiBi's positions). causal=False (no cache) for
     rotary and ALiBi schemes. dropout: on the attention probabilities in training. pairs: "interleaved" or
     "half" (rotary.py). layer, seed: the random angles' stream (RandomAngles). vocab_size: the learned angles'
     table rows. The named subclasses below fix the scheme's kind."""
@@ -304,10 +316,8 @@ class SchemeAttention(nn.Module):
             out["attn.w" + name] = lin.weight
             if lin.bias is not None:
                 out["attn.b" + name] = lin.bias
-        if isinstance(self.angles, LearnedAngles) and not shared_angles:
-            out["angles"] = self.angles.table
-        if isinstance(self.angles, ProjectedAngles):
-            out["psi.w"], out["psi.b"] = self.angles.psi.weight, self.angles.psi.bias
+        if self.angles is not None:
+            out.update(self.angles.export_tensors(shared_angles))
         if self.forget is not None:
             out["forget.w"], out["forget.b"] = self.forget.weight, self.forget.bias
         if self.steps is not None:

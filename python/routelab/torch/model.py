@@ -94,8 +94,8 @@ class RoutelabModel(nn.Module):
         return [blk.attn.new_cache(pass_id) for blk in self.layers]
 
     def forward(self, tokens, cache=None, pass_id=None):
-        if pass_id is None and cache is None:
-            pass_id = default_pass(self.training)
+        if pass_id is None and cache is None and SCHEMES[self.m["scheme"]].angles == "random":
+            pass_id = default_pass(self.training)  # one pass for every layer, as routelab's step is
         x = self.embed(tokens)
         for l, blk in enumerate(self.layers):
             x = blk(x, tokens, None if cache is None else cache[l], pass_id)
