@@ -10,10 +10,12 @@ I - W^T S W with W its directions (rows) and S = (I + diag(beta) striu(W W^T))^{
 triangular (the UT transform: the compact WY form of Eigen's BlockHouseholder and PaTH's kernels); S's
 diagonal block over any run of positions inside the chunk is that run's own S, so a product over part of a
 chunk is a masked product of the same matrices. Queries are carried back to their chunk's start and keys
-forward to their chunk's end once; then every pair of chunks (c, m < c) needs q carried through the whole
-chunks between, which one loop over the distance c - m does for all chunks at once, a batched matrix product
-per step. Values, when transported, are gathered by the mirror loop. Cost: about three times a causal
-attention's multiply-adds for the scores' part, all in batched matrix products.
+(and values) forward to their chunk's end once. Then one loop over the chunks: chunk c's queries meet every
+earlier key, already carried to c's start, in one product, beside c's own block; a row's softmax needs no
+other chunk; and before chunk c + 1 all those keys go through chunk c (one product with its W and S) and c's
+own join them. Transported values ride with the keys and come out through the same masked product as the
+queries went in. Cost of the forward: about 2 T^2 hd multiply-adds per head (the carried keys T^2 hd, the
+causal scores and sums T^2 hd), all in matrix products.
 """
 import math
 
@@ -69,7 +71,7 @@ def householder_attention(q, k, v, w, beta, log_forget=None, *, scale=None, tran
     C = max(1, min(int(chunk), T))
     N = -(-T // C)
     pad = N * C - T
-    pad_t = lambda x, value=0.0: torch.nn.functional.pad(x, (0, pad), value=value) if pad else x  # noqa: E731
+    pad_t = lambda x: torch.nn.functional.pad(x, (0, pad)) if pad else x  # noqa: E731  the last axis
     if pad:  # steps of size 0 (the identity), keys after every real query
         q, k, v, w = (torch.nn.functional.pad(x, (0, 0, 0, pad)) for x in (q, k, v, w))
         beta = pad_t(beta)
