@@ -376,13 +376,15 @@ int cmd_experiment(const std::vector<std::string>& args) {
   const std::string stem = e.csv.ends_with(".csv") ? e.csv.substr(0, e.csv.size() - 4) : e.csv;
   // plots/ of the checkout: under the working directory, or beside the build
   // folder that holds this binary.
-  std::string script = "plots/extrapolation.py";
+  std::string script = e.task ? "plots/tasks.py" : "plots/extrapolation.py";
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!fs::exists(script) && !ec && fs::exists(exe.parent_path().parent_path() / script))
     script = (exe.parent_path().parent_path() / script).string();
-  const std::string cmd = fmt::format("\"{}\" \"{}\" \"{}\" --positions \"{}\" --out \"{}\"", interpreter, script,
-                                      e.csv, runs::positions_path(e.csv), stem);
+  const std::string cmd =
+      e.task ? fmt::format("\"{}\" \"{}\" \"{}\" --out \"{}\"", interpreter, script, e.csv, stem)
+             : fmt::format("\"{}\" \"{}\" \"{}\" --positions \"{}\" --out \"{}\"", interpreter, script, e.csv,
+                           runs::positions_path(e.csv), stem);
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "routelab: experiment: the CSVs are written, but the plot failed: %s\n", cmd.c_str());
     return 1;
