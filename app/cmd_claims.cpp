@@ -19,8 +19,8 @@ int cmd_claims(const std::vector<std::string>& args) {
                "found in them, over the seeds found",
                "routelab claims"};
   std::vector<std::string> csvs, probes, only_settings;
-  std::string out;
-  bool markdown = false;
+  std::string out, readings;
+  bool markdown = false, summary = false;
   app.add_option("csvs", csvs, "experiment eval CSVs (each with its FILE.json); the first one's base config is the "
                                "reference setting")
       ->required();
@@ -28,16 +28,25 @@ int cmd_claims(const std::vector<std::string>& args) {
                  "probe CSVs (`routelab probe --csv P`; P.json and P-angles.csv beside each): the runs' mixing "
                  "windows, for the window claim");
   app.add_option("--csv", out, "also write every verdict as tidy CSV (and its sidecar)");
+  app.add_option("--readings", readings,
+                 "also write the readings judged, as tidy CSV (and its sidecar): bits per byte by setting, scheme, "
+                 "seed and length, with each run's mixing window");
   app.add_option("--settings", only_settings,
                  "SETTING[,SETTING...]: judge only these settings (as the table names them: default, context=64, ...)")
       ->delimiter(',');
-  app.add_flag("--markdown", markdown, "print the README's table (claims x settings) instead of the aligned table");
+  app.add_flag("--markdown", markdown, "print the full markdown table (claims x settings) instead of the aligned table");
+  app.add_flag("--summary", summary,
+               "print the summary in markdown (one row per claim: its verdicts at the default setting, at how many "
+               "settings it holds) instead of the aligned table")
+      ->excludes("--markdown");
   if (int s = parse_subcommand(app, args, "claims"); s >= 0) return s;
   const auto start = std::chrono::steady_clock::now();
   OutputFiles files("claims");
   for (const auto& c : csvs) files.input(c), files.input(c + ".json");
   for (const auto& p : probes) files.input(p + ".json"), files.input(runs::probe_angles_path(p));
   if (!out.empty()) files.output(out, "--csv"), files.output(out + ".json", "the sidecar --csv FILE.json");
+  if (!readings.empty())
+    files.output(readings, "--readings"), files.output(readings + ".json", "the sidecar --readings FILE.json");
   auto settings = claims::read_settings(csvs, probes);
   for (const auto& want : only_settings)
     if (std::none_of(settings.begin(), settings.end(), [&](const auto& s) { return s.setting == want; })) {
@@ -50,14 +59,19 @@ int cmd_claims(const std::vector<std::string>& args) {
       return std::find(only_settings.begin(), only_settings.end(), s.setting) == only_settings.end();
     });
   const auto results = claims::evaluate_claims(settings);
-  if (!out.empty()) {
-    files.set(out, claims::claims_csv(results));
-    files.set(out + ".json",
-              sidecar_text(out, {{"command", "claims"}, {"csvs", csvs}, {"windows", probes}},
-                           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
-    files.commit();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const auto& [path, text] : {std::pair{out, claims::claims_csv(results)},
+                                   std::pair{readings, claims::readings_csv(settings)}}) {
+    if (path.empty()) continue;
+    files.set(path, text);
+    files.set(path + ".json", sidecar_text(path, {{"command", "claims"}, {"csvs", csvs}, {"windows", probes}}, seconds));
   }
-  std::fputs((markdown ? claims::claims_markdown(results) : claims::claims_table(results)).c_str(), stdout);
+  files.commit();
+  std::fputs((summary    ? claims::claims_summary_markdown(results)
+              : markdown ? claims::claims_markdown(results)
+                         : claims::claims_table(results))
+                 .c_str(),
+             stdout);
   return 0;
 }
 
