@@ -410,10 +410,11 @@ TEST(ClaimsCsv, ProbeWindowsJoinTheirRunsSettings) {
                  "cannot read none.csv.json (its sidecar); --windows takes probe CSVs");
   const auto ok = run_routelab("claims e.csv --windows p.csv", t.path, t.path);
   ASSERT_EQ(ok.status, 0) << ok.err;
-  EXPECT_NE(ok.out.find("window_beyond_t_degrades random_qk           default                          1 reading   -0.100"),
+  EXPECT_NE(ok.out.find("window_beyond_t_degrades random_qk           default                          1 reading    "
+                        "-0.100"),
             std::string::npos)
       << ok.out;  // flat to 16x with its window at 3.1 T: a counterexample, in one seed
-  EXPECT_EQ(ok.out.find("context=64                       1 reading"), std::string::npos) << ok.out;
+  EXPECT_EQ(ok.out.find("window_beyond_t_degrades random_qk           context=64"), std::string::npos) << ok.out;
 }
 
 // RoPE's and random angles' windows follow from their law and the
@@ -534,7 +535,7 @@ TEST(ClaimsCli, WritesTheTableAndCsvAndRefusesForeignFiles) {
        {"claims cell.csv", "cell.csv row 1: [model] context = 'sixty' is not an integer"},
        {"claims key.csv", "key.csv: unknown key [model] width"},
        {"claims e.csv --csv e.csv", "--csv"},
-       {"claims e.csv --summary --markdown", "--summary excludes --markdown"},
+       {"claims e.csv --summary --markdown", "excludes"},
        {"claims e.csv --readings e.csv", "--readings"},
        {"claims e.csv --settings default,context=64", "'context=64' is not a setting of these CSVs; they hold: default"}},
       t.path);
