@@ -202,40 +202,25 @@ def value(data, name):
 
 # -- from the claims CSV
 
-@family("claim")
-def claim_interval(d, claim, subject, setting):
-    """The mean margin and its 95% interval: "+0.840 [+0.279, +1.400]"."""
-    r = d.claims.row(claim, subject, setting)
-    return f"{s3(float(r['margin_mean']))} [{s3(float(r['margin_lo']))}, {s3(float(r['margin_hi']))}]"
-
-
-@family("claim-mean")
-def claim_mean(d, claim, subject, setting):
-    return s3(float(d.claims.row(claim, subject, setting)["margin_mean"]))
-
-
-@family("claim-seeds")
-def claim_seeds(d, claim, subject, setting):
-    """Each seed's margin in seed order: "+1.094, +0.663 and +0.761"."""
-    return listed(d.claims.margins(claim, subject, setting), s3)
-
-
-@family("claim-agree")
-def claim_agree(d, claim, subject, setting):
-    r = d.claims.row(claim, subject, setting)
-    return f"{r['agree']} of {r['n']}"
-
-
-@family("claim-verdict")
-def claim_verdict(d, claim, subject, setting):
-    return d.claims.row(claim, subject, setting)["verdict"]
-
-
-@family("claim-power")
-def claim_power(d, claim, subject, setting):
-    """The seeds a t test would need for 80% power at the spread measured."""
-    n = d.claims.row(claim, subject, setting)["seeds_for_power"]
+def power_text(n):
     return "more than 1000" if n == "1001" else n
+
+
+# Fields of one verdict (a row of the claims CSV), each a family named
+# `claim...|CLAIM|SUBJECT|SETTING`.
+CLAIM_FIELDS = {
+    # the mean margin and its 95% interval: "+0.840 [+0.279, +1.400]"
+    "claim": lambda r: f"{s3(float(r['margin_mean']))} [{s3(float(r['margin_lo']))}, {s3(float(r['margin_hi']))}]",
+    "claim-mean": lambda r: s3(float(r["margin_mean"])),
+    # each seed's margin in seed order: "+1.094, +0.663 and +0.761"
+    "claim-seeds": lambda r: listed([float(m) for m in r["margins"].split(";")], s3),
+    "claim-agree": lambda r: f"{r['agree']} of {r['n']}",
+    "claim-verdict": lambda r: r["verdict"],
+    # the seeds a t test would need for 80% power at the spread measured
+    "claim-power": lambda r: power_text(r["seeds_for_power"]),
+}
+for _name, _field in CLAIM_FIELDS.items():
+    FAMILIES[_name] = lambda d, claim, subject, setting, field=_field: field(d.claims.row(claim, subject, setting))
 
 
 @family("claim-side")
@@ -579,22 +564,6 @@ def learned_group(d, fits):
     return [r for r in learned_runs(d) if (r[3] <= 1) == fits]
 
 
-@quote("learned-runs")
-def learned_runs_count(d):
-    """How many learned-angle runs have a probed window."""
-    return str(len(learned_runs(d)))
-
-
-@quote("learned-fit-runs")
-def learned_fit_runs(d):
-    return str(len(learned_group(d, True)))
-
-
-@quote("learned-beyond-runs")
-def learned_beyond_runs(d):
-    return str(len(learned_group(d, False)))
-
-
 def two_digits(x):
     """Two significant digits, kept ("0.070"), whole numbers from 10 on ("444")."""
     return f"{x:.0f}" if x >= 10 else f"{x:#.2g}".rstrip(".")
@@ -604,35 +573,23 @@ def window_text(xs):
     return span(xs, two_digits) + " T"
 
 
-@quote("learned-fit-windows")
-def learned_fit_windows(d):
-    return window_text([r[3] for r in learned_group(d, True)])
+@quote("learned-runs")
+def learned_runs_count(d):
+    """How many learned-angle runs have a probed window."""
+    return str(len(learned_runs(d)))
 
 
-@quote("learned-beyond-windows")
-def learned_beyond_windows(d):
-    return window_text([r[3] for r in learned_group(d, False)])
-
-
-@quote("learned-fit-rise16")
-def learned_fit_rise16(d):
-    return span([r[4] for r in learned_group(d, True)])
-
-
-@quote("learned-beyond-rise16")
-def learned_beyond_rise16(d):
-    return span([r[4] for r in learned_group(d, False)])
-
-
-@quote("learned-fit-rise64")
-def learned_fit_rise64(d):
-    return span([r[5] for r in learned_group(d, True)], f2)
-
-
-@quote("learned-fit-near")
-def learned_fit_near(d):
-    """How many runs whose window fits rise less than 0.1 bits from 1x to 16x."""
-    return str(sum(r[4] < 0.1 for r in learned_group(d, True)))
+@family("learned")
+def learned_group_quote(d, group, what):
+    """The learned-angle runs whose trained window fits T (group `fit`) or lies beyond it (`beyond`): how many
+    (`runs`), their windows (`windows`), their rises from 1x to 16x (`rise16`) and to 64x (`rise64`), and how
+    many rise less than 0.1 bits to 16x (`near`)."""
+    runs = learned_group(d, group == "fit")
+    return {"runs": lambda: str(len(runs)),
+            "windows": lambda: window_text([r[3] for r in runs]),
+            "rise16": lambda: span([r[4] for r in runs]),
+            "rise64": lambda: span([r[5] for r in runs], f2),
+            "near": lambda: str(sum(r[4] < 0.1 for r in runs))}[what]()
 
 
 LEARNED_ANGLES = "paper-figures/learned-angles-cpu/probe-angles.csv"

@@ -129,6 +129,19 @@ TEST(Claims, EveryRuleGivesYesNoAndMarginalByDesign) {
   for (const Claim& c : all_claims()) EXPECT_EQ(rule_meets_its_design(c), "") << c.id;
 }
 
+// rotation_degrades read as a rise from `From`x to `To`x, for planted errors.
+template <int64_t From, int64_t To>
+std::vector<SubjectMargins> rise_margins(const SettingReadings& s) {
+  std::vector<SubjectMargins> out;
+  for (const char* scheme : {"rope", "random_qkv"}) {
+    SubjectMargins m{scheme, {}};
+    for (uint64_t seed : s.seeds(scheme))
+      m.seeds.push_back({seed, *s.at(scheme, seed, To) - *s.at(scheme, seed, From) - kNearBits, ""});
+    out.push_back(m);
+  }
+  return out;
+}
+
 // Planted errors: the same check must catch a flipped comparison and a
 // loosened threshold.
 TEST(Claims, APlantedWrongRuleIsCaught) {
@@ -148,32 +161,14 @@ TEST(Claims, APlantedWrongRuleIsCaught) {
     return out;
   };
   EXPECT_NE(rule_meets_its_design(loose), "");
+  // The rise from 16x to 32x instead of to 64x, and the rule before issue
+  // 54, the rise from 1x to 64x, which a scheme that rose early passes
+  // however flat it is at extreme lengths.
   Claim wrong_length = claim("rotation_degrades");
-  wrong_length.margins = [](const SettingReadings& s) {
-    // The rise from 16x to 32x instead of to 64x.
-    std::vector<SubjectMargins> out;
-    for (const char* scheme : {"rope", "random_qkv"}) {
-      SubjectMargins m{scheme, {}};
-      for (uint64_t seed : s.seeds(scheme))
-        m.seeds.push_back({seed, *s.at(scheme, seed, 32) - *s.at(scheme, seed, 16) - kNearBits, ""});
-      out.push_back(m);
-    }
-    return out;
-  };
+  wrong_length.margins = rise_margins<16, 32>;
   EXPECT_NE(rule_meets_its_design(wrong_length), "");
-  // The rule before issue 54, the rise from 1x to 64x, which a scheme that
-  // rose early passes however flat it is at extreme lengths.
   Claim from_1x = claim("rotation_degrades");
-  from_1x.margins = [](const SettingReadings& s) {
-    std::vector<SubjectMargins> out;
-    for (const char* scheme : {"rope", "random_qkv"}) {
-      SubjectMargins m{scheme, {}};
-      for (uint64_t seed : s.seeds(scheme))
-        m.seeds.push_back({seed, *s.at(scheme, seed, 64) - *s.at(scheme, seed, 1) - kNearBits, ""});
-      out.push_back(m);
-    }
-    return out;
-  };
+  from_1x.margins = rise_margins<1, 64>;
   EXPECT_NE(rule_meets_its_design(from_1x), "");
   // "Near through 16x" without its first half (matching RoPE at 1x).
   Claim near_only = claim("learned_near_16x");

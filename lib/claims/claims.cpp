@@ -21,7 +21,11 @@
 
 namespace routelab::claims {
 
-std::optional<double> SettingReadings::at(const std::string& scheme, uint64_t seed, int64_t ratio) const {
+namespace {
+
+using Curves = std::map<std::string, std::map<uint64_t, std::map<int64_t, double>>>;
+
+std::optional<double> reading(const Curves& bpb, const std::string& scheme, uint64_t seed, int64_t ratio) {
   const auto s = bpb.find(scheme);
   if (s == bpb.end()) return std::nullopt;
   const auto k = s->second.find(seed);
@@ -31,15 +35,15 @@ std::optional<double> SettingReadings::at(const std::string& scheme, uint64_t se
   return r->second;
 }
 
+}  // namespace
+
+std::optional<double> SettingReadings::at(const std::string& scheme, uint64_t seed, int64_t ratio) const {
+  return reading(bpb, scheme, seed, ratio);
+}
+
 std::optional<double> SettingReadings::same_model_at(const std::string& scheme, uint64_t seed, int64_t ratio) const {
   if (const auto own = at(scheme, seed, ratio)) return own;
-  const auto s = same_model_bpb.find(scheme);
-  if (s == same_model_bpb.end()) return std::nullopt;
-  const auto k = s->second.find(seed);
-  if (k == s->second.end()) return std::nullopt;
-  const auto r = k->second.find(ratio);
-  if (r == k->second.end()) return std::nullopt;
-  return r->second;
+  return reading(same_model_bpb, scheme, seed, ratio);
 }
 
 std::vector<uint64_t> SettingReadings::seeds(const std::string& scheme) const {
@@ -655,7 +659,10 @@ namespace {
 
 std::string joined(const std::vector<SeedMargin>& seeds, std::string (*f)(const SeedMargin&), const char* sep) {
   std::string out;
-  for (const auto& s : seeds) out += (out.empty() ? "" : sep) + f(s);
+  for (const auto& s : seeds) {
+    if (!out.empty()) out += sep;
+    out += f(s);
+  }
   return out;
 }
 
@@ -673,12 +680,16 @@ std::string power_text(int seeds) {
 std::string side_csv(const ClaimResult& r) {
   std::string out;
   for (const auto& side : r.side) {
-    out += (out.empty() ? "" : "|") + side.name + "=";
-    std::string values;
+    if (!out.empty()) out += '|';
+    out += side.name + "=";
+    bool first = true;
     for (const auto& m : r.seeds)
-      for (const auto& x : m.side)
-        if (x.name == side.name) values += (values.empty() ? "" : ";") + (std::isnan(x.value) ? "" : format_number(x.value));
-    out += values;
+      for (const auto& x : m.side) {
+        if (x.name != side.name) continue;
+        if (!first) out += ';';
+        first = false;
+        if (!std::isnan(x.value)) out += format_number(x.value);
+      }
   }
   return out;
 }
@@ -791,7 +802,8 @@ std::string claims_markdown(const std::vector<ClaimResult>& results, const std::
       const auto it = std::find_if(results.begin(), results.end(), [&](const ClaimResult& x) {
         return x.claim == claim && x.subject == subject && x.setting == s;
       });
-      out += it == results.end() ? " |" : " " + markdown_cell(*it) + " |";
+      if (it != results.end()) out += " " + markdown_cell(*it);
+      out += " |";
     }
     out += "\n";
   }
