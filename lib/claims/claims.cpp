@@ -802,7 +802,10 @@ std::string claims_markdown(const std::vector<ClaimResult>& results, const std::
       const auto it = std::find_if(results.begin(), results.end(), [&](const ClaimResult& x) {
         return x.claim == claim && x.subject == subject && x.setting == s;
       });
-      if (it != results.end()) out += " " + markdown_cell(*it);
+      if (it != results.end()) {
+        out += ' ';
+        out += markdown_cell(*it);
+      }
       out += " |";
     }
     out += "\n";
