@@ -26,15 +26,16 @@ DOCS=(README.md docs/results.md)
 # make_tables DIR [FIGURES]: every table the docs splice, as DIR/claims-NAME.md,
 # and the verdicts and readings the quotes read (DIR/claims-all.csv,
 # DIR/readings-all.csv). The tables the plot scripts write (retrieval, block
-# shares, convergence) need matplotlib: without it they are left out, and
-# their blocks keep what they hold (said on stderr). Their figures go to
-# FIGURES (default: DIR).
+# shares, convergence) need matplotlib: without it, or with PLOT_TABLES=0,
+# they are left out, and their blocks keep what they hold (said on stderr).
+# Their figures go to FIGURES (default: DIR).
 make_tables() {
   local dir=$1 figures=${2:-$1}
   "$ROUTELAB" claims "${MAIN[@]}" --windows "${WINDOWS[@]}" --summary > "$dir/claims-summary.md"
   "$ROUTELAB" claims "${ALL[@]}" --windows "${WINDOWS[@]}" --csv "$dir/claims-all.csv" \
     --readings "$dir/readings-all.csv" --markdown > "$dir/claims-all.md"
   "$PY" paper-figures/quotes.py tables --claims "$dir/claims-all.csv" --readings "$dir/readings-all.csv" "$dir"
+  [ "${PLOT_TABLES:-1}" = 1 ] || return 0
   if ! "$PY" -c 'import matplotlib' 2> /dev/null; then
     echo "claims-tables: $PY has no matplotlib; the retrieval, block-share and convergence tables are kept as they stand" >&2
     return 0
