@@ -207,20 +207,23 @@ def power_text(n):
 
 
 # Fields of one verdict (a row of the claims CSV), each a family named
-# `claim...|CLAIM|SUBJECT|SETTING`.
+# `claim...|CLAIM|SUBJECT|SETTING`: (what it gives, how).
 CLAIM_FIELDS = {
-    # the mean margin and its 95% interval: "+0.840 [+0.279, +1.400]"
-    "claim": lambda r: f"{s3(float(r['margin_mean']))} [{s3(float(r['margin_lo']))}, {s3(float(r['margin_hi']))}]",
-    "claim-mean": lambda r: s3(float(r["margin_mean"])),
-    # each seed's margin in seed order: "+1.094, +0.663 and +0.761"
-    "claim-seeds": lambda r: listed([float(m) for m in r["margins"].split(";")], s3),
-    "claim-agree": lambda r: f"{r['agree']} of {r['n']}",
-    "claim-verdict": lambda r: r["verdict"],
-    # the seeds a t test would need for 80% power at the spread measured
-    "claim-power": lambda r: power_text(r["seeds_for_power"]),
+    "claim": ("the mean margin and its 95% interval: \"+0.840 [+0.279, +1.400]\"",
+              lambda r: f"{s3(float(r['margin_mean']))} [{s3(float(r['margin_lo']))}, {s3(float(r['margin_hi']))}]"),
+    "claim-mean": ("the mean margin", lambda r: s3(float(r["margin_mean"]))),
+    "claim-seeds": ("each seed's margin in seed order: \"+1.094, +0.663 and +0.761\"",
+                    lambda r: listed([float(m) for m in r["margins"].split(";")], s3)),
+    "claim-agree": ("the seeds that agree with the mean's sign: \"3 of 3\"", lambda r: f"{r['agree']} of {r['n']}"),
+    "claim-verdict": ("yes, no, marginal or reading", lambda r: r["verdict"]),
+    "claim-power": ("the seeds a t test would need for 80% power at the spread measured",
+                    lambda r: power_text(r["seeds_for_power"])),
 }
-for _name, _field in CLAIM_FIELDS.items():
-    FAMILIES[_name] = lambda d, claim, subject, setting, field=_field: field(d.claims.row(claim, subject, setting))
+for _name, (_what, _field) in CLAIM_FIELDS.items():
+    def _family(d, claim, subject, setting, field=_field):
+        return field(d.claims.row(claim, subject, setting))
+    _family.__doc__ = f"One verdict's field: {_what}."
+    FAMILIES[_name] = _family
 
 
 @family("claim-side")
@@ -269,6 +272,7 @@ def bpb_mean(d, setting, scheme, ratio):
 
 @family("bpb-seeds")
 def bpb_seeds(d, setting, scheme, ratio):
+    """Bits per byte at a length, seed by seed."""
     return listed(d.readings.over_seeds(setting, scheme, lambda s: d.readings.at(setting, scheme, s, int(ratio))))
 
 
@@ -291,16 +295,19 @@ def rise_span(d, settings, schemes, to, frm="1"):
 
 @family("rise-mean")
 def rise_mean(d, setting, scheme, to, frm="1"):
+    """The mean over seeds of the rise from `frm`x to `to`x."""
     return f3(mean(d.readings.over_seeds(setting, scheme, lambda s: d.readings.rise(setting, scheme, s, int(to), int(frm)))))
 
 
 @family("rise-seeds")
 def rise_seeds(d, setting, scheme, to, frm="1"):
+    """The rise from `frm`x to `to`x, seed by seed."""
     return listed(d.readings.over_seeds(setting, scheme, lambda s: d.readings.rise(setting, scheme, s, int(to), int(frm))))
 
 
 @family("seeds")
 def seed_count(d, setting, scheme):
+    """How many seeds a scheme has at a setting."""
     return str(len(d.readings.seeds(setting, scheme)))
 
 
@@ -335,6 +342,7 @@ def sd_span(d, setting, schemes, ratio):
 
 @family("sd-max")
 def sd_max(d, setting, schemes, ratio):
+    """The largest seed s.d. over schemes at a length."""
     return f2(max(sd(d.readings.over_seeds(setting, sc, lambda s: d.readings.at(setting, sc, s, int(ratio))))
                   for sc in schemes_arg(schemes)))
 
@@ -667,6 +675,7 @@ def probe_mean(d, path, scheme, column, ratio):
 
 @family("probe-violations")
 def probe_violations(d, path):
+    """Proposition 3's violations over a probe's rows: "0 violations in 1344 rows"."""
     rows = d.csv("paper-figures/" + path)
     return f"{sum(int(float(r['bound_violations'])) for r in rows)} violations in {len(rows)} rows"
 
@@ -699,6 +708,7 @@ def phase_gap(d, schemes):
 
 @family("phase-gap-file")
 def phase_gap_file(d, path):
+    """The largest |measured - i.i.d.| transport over every row of a phases CSV."""
     rows = phase_rows(d, path)
     return f3(max(abs(float(r["mean_cos"]) - float(r["mean_cos_iid"])) for r in rows))
 
@@ -785,12 +795,14 @@ def bpb_default(d):
 
 @table("bpb-far-mass")
 def bpb_far_mass(d):
+    """The far-mass-control runs beside RoPE, ALiBi and learned_qkv."""
     return bpb_table(d, [(sc, "default", sc) for sc in ("rope", "alibi", "learned_qkv", "learned_qkv_alibi",
                                                         "random_qkv_alibi", "learned_qkv_forget")])
 
 
 @table("bpb-householder")
 def bpb_householder(d):
+    """The Householder runs, both modes, beside RoPE, ALiBi and learned_qkv."""
     rows = [("rope (extrapolation-cpu)", "default", "rope"), ("alibi (extrapolation-cpu)", "default", "alibi"),
             ("learned_qkv", "default", "learned_qkv")]
     rows += [(f"{sc}, PaTH β", "default", sc) for sc in ("householder_qk", "householder_qkv")]
