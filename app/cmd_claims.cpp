@@ -88,7 +88,6 @@ int cmd_claims(const std::vector<std::string>& args) {
     files.set(path, text);
     files.set(path + ".json", sidecar_text(path, {{"command", "claims"}, {"csvs", csvs}, {"windows", probes}}, seconds));
   }
-  }
   files.commit();
   std::fputs((summary    ? claims::claims_summary_markdown(results)
               : markdown ? claims::claims_markdown(results)
