@@ -401,6 +401,37 @@ class Run:
         with _PythonWords({"lengths": lengths, "depths": depths, "trials": trials, "threads": threads}):
             return _need_core()._passkey(self.path, *args)
 
+    @property
+    def task(self):
+        """The task the run trained on ("flipflop", "latest_value"), or "" for a corpus."""
+        return self.config["data"].get("task", "")
+
+    def _task_args(self, lengths, p, distances, reads, distance_reads, seed):
+        return (_lengths_text(lengths), _real_list("p", p), _int_list("distances", distances),
+                _int_arg("reads", reads, 1), _int_arg("distance_reads", distance_reads, 1), _int_arg("seed", seed, 0))
+
+    def task_eval(self, lengths="1x,2x,4x,8x,16x", *, p=(), distances=(), reads=2000, distance_reads=500, seed=1,
+                  out=None):
+        """`routelab eval` of a run trained on a task (docs/tasks.md): the read error of each generated set
+        (the law at each length, flip-flop's further p, the distance sets), columns as its CSV, which is written
+        to out (default RUN/eval.csv) with its sidecar."""
+        out = _os.path.join(self.path, "eval.csv") if out is None else _path_arg("out", out)
+        args = self._task_args(lengths, p, distances, reads, distance_reads, seed)
+        with _PythonWords({"lengths": lengths, "p": p, "distances": distances, "reads": reads,
+                           "distance_reads": distance_reads, "seed": seed, "out": out}):
+            return _need_core()._task_eval(self.path, *args, out)
+
+    def task_sets(self, lengths="1x,2x,4x,8x,16x", *, p=(), distances=(), reads=2000, distance_reads=500, seed=1):
+        """The sets task_eval scores, as a list of dicts: name, set ("length" or "distance"), task, p, eval_len,
+        distance, sequences; "bytes", a uint8 array (sequences, eval_len + 1) whose row is one sequence (the start
+        byte first: position t predicts byte t + 1); "reads", an int64 array of rows (sequence, position,
+        distance) whose answer is bytes[sequence, position + 1]. A PyTorch model scored on them (the most likely
+        next byte at each read) gives task_eval's errors."""
+        args = self._task_args(lengths, p, distances, reads, distance_reads, seed)
+        with _PythonWords({"lengths": lengths, "p": p, "distances": distances, "reads": reads,
+                           "distance_reads": distance_reads, "seed": seed}):
+            return _need_core()._task_sets(self.path, *args)
+
     def export(self, out):
         """`routelab export`: the weights as a .safetensors file (docs/export.md), which
         routelab.torch.from_safetensors loads."""
