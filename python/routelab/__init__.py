@@ -128,7 +128,8 @@ def train(config, out, *, resume=False, threads=0, progress=None):
     """Trains a run as `routelab train --config FILE --out OUT` does and returns it (a Run). `config` is a TOML
     path or a dict of its tables ({"model": {...}, "train": {...}, "data": {...}}), every key checked as in a
     file. progress(step, steps, loss) is called after every step; Ctrl-C stops training (KeyboardInterrupt),
-    and the run keeps its last checkpoint (resume=True continues from it). threads: 0 for every core."""
+    and the run keeps its last checkpoint (resume=True continues from it). threads: 0 for the cores other
+    processes leave free (docs/training.md), N to fix them."""
     core = _need_core()
     if isinstance(config, dict):
         core._train(_toml_text(config), True, _os.fspath(out), resume, threads, progress)
