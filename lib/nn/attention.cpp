@@ -259,9 +259,9 @@ void attention_backward(R* dq, R* dk, R* dv, R* dcum, const R* d_o, const R* o, 
       // D_i = dO_i . O_i, the softmax's row correction.
       VecR<R> D(s.T);
       for (int64_t i = 0; i < s.T; ++i) {
-        R acc = 0;
-        for (int c = 0; c < hd; ++c) acc += d_o[base + i * hd + c] * o[base + i * hd + c];
-        D(i) = acc;
+        const R* g = d_o + base + i * hd;
+        const R* y = o + base + i * hd;
+        D(i) = gemm::sum_of<R>(hd, [&](int c) { return g[c] * y[c]; });
       }
       MatR<R> S, P, dP;
       for (int64_t jt = 0; jt < nt; ++jt) {

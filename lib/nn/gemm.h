@@ -15,7 +15,9 @@
 //
 // Plain loops that the compiler keeps in registers: a tile is kRows rows by
 // up to four vectors of columns, 24 accumulators of AVX-512's 32 registers
-// (12 of AVX2's 16 with two vectors).
+// (12 of AVX2's 16 with two vectors). sum_of() below gives the layers' row
+// sums (LayerNorm's moments, attention's dO . O) the same kind of fixed,
+// vectorised order.
 #pragma once
 
 #include <algorithm>
@@ -176,6 +178,22 @@ void multiply(R* out, int64_t ldo, const R* a, int64_t ar, int64_t ak, Panels<R>
       default: run.template operator()<kVectorsPerTile>(); break;
     }
   }
+}
+
+// sum_{i < n} term(i) in kLanes running sums, lane j taking i = j mod kLanes
+// in order, then the lanes added in order: a fixed order, which the
+// compiler vectorizes (a sequential sum it may not reorder).
+template <class R, class F>
+R sum_of(int n, F term) {
+  constexpr int L = kLanes<R>;
+  R lanes[L] = {};
+  int i = 0;
+  for (; i + L <= n; i += L)
+    for (int j = 0; j < L; ++j) lanes[j] += term(i + j);
+  for (int j = 0; i + j < n; ++j) lanes[j] += term(i + j);
+  R s = 0;
+  for (int j = 0; j < L; ++j) s += lanes[j];
+  return s;
 }
 
 }  // namespace routelab::nn::gemm

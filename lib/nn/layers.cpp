@@ -67,12 +67,8 @@ void layernorm_forward(R* out, R* mean, R* rstd, const R* inp, const R* w, const
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < N; ++n) {
     const R* x = inp + n * C;
-    R m = 0;
-    for (int c = 0; c < C; ++c) m += x[c];
-    m /= C;
-    R v = 0;
-    for (int c = 0; c < C; ++c) v += (x[c] - m) * (x[c] - m);
-    v /= C;
+    const R m = gemm::sum_of<R>(C, [&](int c) { return x[c]; }) / C;
+    const R v = gemm::sum_of<R>(C, [&](int c) { return (x[c] - m) * (x[c] - m); }) / C;
     const R s = R(1) / std::sqrt(v + eps);
     R* o = out + n * C;
     for (int c = 0; c < C; ++c) o[c] = (x[c] - m) * s * w[c] + b[c];
@@ -88,15 +84,9 @@ void layernorm_backward(R* dinp, R* dw, R* db, const R* dout, const R* inp, cons
   for (int64_t n = 0; n < N; ++n) {
     const R* x = inp + n * C;
     const R* d = dout + n * C;
-    R dnorm_mean = 0, dnorm_norm_mean = 0;
-    for (int c = 0; c < C; ++c) {
-      const R norm = (x[c] - mean[n]) * rstd[n];
-      const R dnorm = w[c] * d[c];
-      dnorm_mean += dnorm;
-      dnorm_norm_mean += dnorm * norm;
-    }
-    dnorm_mean /= C;
-    dnorm_norm_mean /= C;
+    const R dnorm_mean = gemm::sum_of<R>(C, [&](int c) { return w[c] * d[c]; }) / C;
+    const R dnorm_norm_mean =
+        gemm::sum_of<R>(C, [&](int c) { return w[c] * d[c] * ((x[c] - mean[n]) * rstd[n]); }) / C;
     R* di = dinp + n * C;
     for (int c = 0; c < C; ++c) {
       const R norm = (x[c] - mean[n]) * rstd[n];
@@ -107,11 +97,21 @@ void layernorm_backward(R* dinp, R* dw, R* db, const R* dout, const R* inp, cons
   for (int64_t cc = 0; cc < chunks(C, kColChunk); ++cc) {
     const int c0 = int(cc * kColChunk), c1 = std::min(C, c0 + kColChunk);
     R aw[kColChunk] = {}, ab[kColChunk] = {};
-    for (int64_t n = 0; n < N; ++n)
-      for (int c = c0; c < c1; ++c) {
-        aw[c - c0] += (inp[n * C + c] - mean[n]) * rstd[n] * dout[n * C + c];
-        ab[c - c0] += dout[n * C + c];
+    // A whole chunk's columns in one loop of fixed length, which vectorizes.
+    auto add_rows = [&](auto width) {
+      for (int64_t n = 0; n < N; ++n) {
+        const R* x = inp + n * C + c0;
+        const R* d = dout + n * C + c0;
+        for (int j = 0; j < width; ++j) {
+          aw[j] += (x[j] - mean[n]) * rstd[n] * d[j];
+          ab[j] += d[j];
+        }
       }
+    };
+    if (c1 - c0 == kColChunk)
+      add_rows(std::integral_constant<int, kColChunk>());
+    else
+      add_rows(c1 - c0);
     for (int c = c0; c < c1; ++c) {
       dw[c] += aw[c - c0];
       db[c] += ab[c - c0];
