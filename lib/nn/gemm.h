@@ -108,7 +108,7 @@ inline void tile(R* out, int64_t ldo, const R* a, int64_t ar, int64_t ak, const 
         *reinterpret_cast<Vec<R>*>(dst) = acc[r][v];
       } else {
         *reinterpret_cast<Vec<R>*>(edge) = acc[r][v];
-        for (int j = 0; v * L + j < cols; ++j) dst[j] = edge[j];
+        for (int j = 0; j < std::min(L, cols - v * L); ++j) dst[j] = edge[j];
       }
     }
 }
