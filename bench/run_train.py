@@ -494,7 +494,8 @@ def main():
                         print(f"  {scheme:12s} round {rnd} {side:8s} median {res[side]:9.0f} tok/s over "
                               f"{len(tps)} steps (run {wall:.1f} s; loss {first:.3f} -> {last:.3f})"
                               + (f" [{extra}]" if extra else "") + f" load {load:.2f}", flush=True)
-                        (ours_all if side == "routelab" else peer_all).extend(tps)
+                        if side != "base":
+                            (ours_all if side == "routelab" else peer_all).extend(tps)
                     ours_med.append(res["routelab"])
                     peer_med.append(res["torch"])
                     if basep:
