@@ -9,9 +9,10 @@
 // A(r, k) B(k, c), one multiply-add at a time: a result does not depend on
 // how rows, columns or a long k are split between calls and threads, which
 // is how the layers give the same bytes at any thread count. Eigen's general
-// product packs both operands on every call and reached 50-70% of the FMA
-// peak at the model's shapes (N x 64 by 64 x 256); these tiles reach 75-95%
-// (bench/README.md).
+// product packs both operands on every call and ran the model's shapes (N x
+// 64 by 64 x 256, attention's 64 x 32 x 64 tiles) at 50-63% of a Zen 4
+// core's FMA peak; these tiles at 60-90%, the low end where a wide output's
+// memory traffic binds (bench/README.md).
 //
 // Plain loops that the compiler keeps in registers: a tile is kRows rows by
 // up to four vectors of columns, 24 accumulators of AVX-512's 32 registers
