@@ -18,6 +18,7 @@
 #include <omp.h>
 
 #include "app/commands.h"
+#include "base/threads.h"
 #include "cuda/device.h"
 #include "io/output.h"
 #include "io/parse.h"
@@ -44,14 +45,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void set_threads(int threads) {
-  if (threads > 0) omp_set_num_threads(threads);
-}
+void set_threads(int threads) { use_threads(threads); }
 
 // --threads N: 1 to kMaxThreads (more cannot be made on any machine this
 // runs on, and OpenMP's failure to make them is no message).
 void add_threads_option(CLI::App& app, int& threads) {
-  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::Range(1, kMaxThreads));
+  app.add_option("--threads", threads, "OpenMP threads (default: the cores other processes leave free)")
+      ->check(CLI::Range(1, kMaxThreads));
 }
 
 // A path option given as '' is refused rather than read as "the default".

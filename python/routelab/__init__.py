@@ -323,7 +323,8 @@ def train(config, out, *, resume=False, threads=0, progress=None):
     file; numbers may be numpy's. A relative corpus path is read from the working directory (os.getcwd()), and
     a corpus that is not there is named by its absolute path. progress(step, steps, loss) is called after
     every step; Ctrl-C stops training (KeyboardInterrupt), and the run keeps its last checkpoint
-    (resume=True continues from it). threads: 0 for every core."""
+    (resume=True continues from it). threads: 0 for the cores other processes leave free (docs/training.md),
+    N to fix them."""
     core = _need_core()
     given = {"out": out, "resume": resume, "threads": threads}
     args = (_path_arg("out", out), _bool_arg("resume", resume), _int_arg("threads", threads),
