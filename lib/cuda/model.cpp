@@ -1,9 +1,9 @@
 // The CUDA model: the one forward and backward of nn/model_pass.h, the CPU
 // model's own sequence of calls, over device buffers through CudaOps. Host
 // code only (compiled by the C++ compiler): the work is in the kernels behind
-// cuda/layers.h, cuda/attention.h, cuda/angles.h and cuda/forget_gate.h, all
-// on the default stream, so calls run in order and a download waits for what
-// came before it.
+// cuda/layers.h, cuda/attention.h, cuda/angles.h, cuda/forget_gate.h,
+// cuda/householder.h and cuda/short_conv.h, all on the default stream, so
+// calls run in order and a download waits for what came before it.
 #include "cuda/model.h"
 
 #include <stdexcept>
@@ -13,6 +13,7 @@
 #include "cuda/backend.h"
 #include "cuda/forget_gate.h"
 #include "cuda/householder.h"
+#include "cuda/short_conv.h"
 #include "nn/model_pass.h"
 #include "nn/scheme.h"
 #include "nn/streams.h"
