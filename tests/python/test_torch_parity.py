@@ -31,12 +31,12 @@ from helpers import make_corpus, run_cli, tiny_config
 VAL_BYTES = 9000
 # (name, scheme, extra [model] lines): every scheme, the learned ones also with one shared table, the
 # Householder ones in both beta modes.
-VARIANTS = [(s, s, "") for s in rt.SCHEMES if not s.startswith("householder")]
+HOUSEHOLDER = [s for s in rt.SCHEMES if rt.SCHEMES[s][4]]
+VARIANTS = [(s, s, "") for s in rt.SCHEMES if s not in HOUSEHOLDER]
 VARIANTS += [("learned_qkv-shared", "learned_qkv", "learned_shared = true\n")]
-VARIANTS += [(f"{s}-{b}", s, f'householder_beta = "{b}"\n') for s in ("householder_qk", "householder_qkv")
-             for b in ("path", "reflection")]
+VARIANTS += [(f"{s}-{b}", s, f'householder_beta = "{b}"\n') for s in HOUSEHOLDER for b in ("path", "reflection")]
 # The variants whose perturbed copy must fail: one per kind of positional transport.
-PLANTED = {"nope", "rope", "random_qkv", "alibi", "householder_qkv-path"}
+PLANTED = {"nope", "rope", "random_qkv", "alibi", "fox", "householder_qkv-path", "path_qkv-path"}
 TOL_BPB, TOL_LOSS = rt.TOL_BPB, rt.TOL_LOSS
 
 
@@ -118,7 +118,13 @@ def plant(model):
     """A small error in the modules, one per kind of scheme, that the check must catch."""
     attn = [blk.attn for blk in model.layers]
     with torch.no_grad():
-        if attn[0].alibi:
+        if attn[0].householder and attn[0].path_w:
+            for a in attn:
+                a.hh.conv.copy_(a.hh.conv.flip(1))  # the convolution's taps in the other order
+        elif attn[0].forget_gate and attn[0].angle_kind == "none":
+            for a in attn:
+                a.forget.b -= 0.1  # every gate a little more closed
+        elif attn[0].alibi:
             for a in attn:
                 a.slopes *= 1.01
         elif attn[0].angle_kind == "random":

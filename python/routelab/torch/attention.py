@@ -20,24 +20,28 @@ from torch import nn
 
 from . import philox
 
-# lib/nn/scheme.cpp: angles, values transported, ALiBi, forget gate, Householder.
+# lib/nn/scheme.cpp: angles, values transported, ALiBi, forget gate, Householder, PaTH's own directions.
 SCHEMES = {
-    "nope": ("none", False, False, False, False),
-    "rope": ("rope", False, False, False, False),
-    "rope_qkv": ("rope", True, False, False, False),
-    "random_qk": ("random", False, False, False, False),
-    "random_qkv": ("random", True, False, False, False),
-    "learned_qk": ("learned", False, False, False, False),
-    "learned_qkv": ("learned", True, False, False, False),
-    "alibi": ("none", False, True, False, False),
-    "learned_qkv_alibi": ("learned", True, True, False, False),
-    "random_qkv_alibi": ("random", True, True, False, False),
-    "learned_qkv_forget": ("learned", True, False, True, False),
-    "householder_qk": ("none", False, False, False, True),
-    "householder_qkv": ("none", True, False, False, True),
-    "projected_qk": ("projected", False, False, False, False),
-    "projected_qkv": ("projected", True, False, False, False),
+    "nope": ("none", False, False, False, False, False),
+    "rope": ("rope", False, False, False, False, False),
+    "rope_qkv": ("rope", True, False, False, False, False),
+    "random_qk": ("random", False, False, False, False, False),
+    "random_qkv": ("random", True, False, False, False, False),
+    "learned_qk": ("learned", False, False, False, False, False),
+    "learned_qkv": ("learned", True, False, False, False, False),
+    "alibi": ("none", False, True, False, False, False),
+    "learned_qkv_alibi": ("learned", True, True, False, False, False),
+    "random_qkv_alibi": ("random", True, True, False, False, False),
+    "learned_qkv_forget": ("learned", True, False, True, False, False),
+    "householder_qk": ("none", False, False, False, True, False),
+    "householder_qkv": ("none", True, False, False, True, False),
+    "projected_qk": ("projected", False, False, False, False, False),
+    "projected_qkv": ("projected", True, False, False, False, False),
+    "fox": ("none", False, False, True, False, False),
+    "path_qk": ("none", False, False, False, True, True),
+    "path_qkv": ("none", True, False, False, True, True),
 }
+PATH_RANK, PATH_CONV_TAPS = 32, 3  # lib/nn/scheme.h kPathRank, kPathConvTaps
 
 EVAL_PASS = 1 << 36  # lib/runs/eval.h kEvalPass: the pass id of evaluation pass 0
 TWO_PI = 2.0 * math.pi
@@ -129,7 +133,8 @@ def accumulated_rotary_attention(q, k, v, theta=None, *, transport_values=False,
 class AttentionCache:
     """What one attention layer keeps between pieces of a decoded sequence: the positions seen, the running
     (unwrapped, float64) angle sum per block, the keys and values as attention reads them (rotated; under
-    Householder transport carried to the last position), the forget gate's running log sum per key."""
+    Householder transport carried to the last position), the forget gate's running log sum per key, and PaTH's
+    short convolution's input at the last two positions."""
 
     def __init__(self, pass_id=EVAL_PASS):
         self.pos = 0
@@ -137,6 +142,7 @@ class AttentionCache:
         self.angle_sum = None  # (B, nb) float64
         self.k = self.v = None  # (B, H, pos, hd)
         self.cum = None  # (B, H, pos) float64
+        self.conv = None  # (B, PATH_CONV_TAPS - 1, d_model)
 
 
 class _Affine(nn.Module):
@@ -153,11 +159,20 @@ class _Affine(nn.Module):
 
 
 class _Householder(nn.Module):
-    def __init__(self, d_model, heads, path_beta, dtype):
+    """The steps' parameters: directions from w, b (householder_*) or PaTH's w1 (r, C), w2 (C, r) and the
+    convolution's kernel conv (C, taps) (path_*); beta's u, c under PaTH's beta."""
+
+    def __init__(self, d_model, heads, path_beta, dtype, path_w=False):
         super().__init__()
-        self.w = nn.Parameter(torch.empty(d_model, d_model, dtype=dtype))
-        self.b = nn.Parameter(torch.zeros(d_model, dtype=dtype))
-        nn.init.normal_(self.w, std=0.02)
+        if path_w:
+            r = min(PATH_RANK, d_model)
+            for name, shape in (("w1", (r, d_model)), ("w2", (d_model, r)), ("conv", (d_model, PATH_CONV_TAPS))):
+                setattr(self, name, nn.Parameter(torch.empty(*shape, dtype=dtype)))
+                nn.init.normal_(getattr(self, name), std=0.02)
+        else:
+            self.w = nn.Parameter(torch.empty(d_model, d_model, dtype=dtype))
+            self.b = nn.Parameter(torch.zeros(d_model, dtype=dtype))
+            nn.init.normal_(self.w, std=0.02)
         if path_beta:
             self.u = nn.Parameter(torch.empty(heads, d_model, dtype=dtype))
             self.c = nn.Parameter(torch.zeros(heads, dtype=dtype))
@@ -172,7 +187,7 @@ class SchemeAttention(nn.Module):
     eval's pass i). The named subclasses below fix the scheme's kind."""
 
     def __init__(self, d_model, heads, *, angles="none", transport_values=False, alibi=False, forget_gate=False,
-                 householder=False, householder_beta="path", rope_base=10000.0, angle_scale=1.0,
+                 householder=False, path_w=False, householder_beta="path", rope_base=10000.0, angle_scale=1.0,
                  learned_sigma=1.0, angle_table=None, layer=0, seed=1, dtype=torch.float32):
         super().__init__()
         if angles not in ("none", "rope", "random", "learned", "projected"):
@@ -185,6 +200,7 @@ class SchemeAttention(nn.Module):
         self.angle_kind, self.transport_values = angles, transport_values
         self.alibi, self.forget_gate, self.householder = alibi, forget_gate, householder
         self.path_beta = householder_beta == "path"
+        self.path_w = householder and path_w
         self.layer, self.seed, self.angle_scale = layer, seed, angle_scale
         self.register_buffer("freqs", rope_frequencies(self.head_dim, rope_base), persistent=False)
         self.register_buffer("slopes", alibi_slopes(H) if alibi else None, persistent=False)
@@ -201,7 +217,7 @@ class SchemeAttention(nn.Module):
         if forget_gate:
             self.forget = _Affine(H, C, dtype)
         if householder:
-            self.hh = _Householder(C, H, self.path_beta, dtype)
+            self.hh = _Householder(C, H, self.path_beta, dtype, self.path_w)
 
     def new_cache(self, pass_id=EVAL_PASS):
         return AttentionCache(pass_id)
@@ -288,10 +304,28 @@ class SchemeAttention(nn.Module):
         y = o.transpose(1, 2).reshape(B, T, C)
         return y @ self.wo.T + self.bo
 
-    def _steps(self, h):
+    def _directions(self, h, cache):
+        """Each position's step direction before normalising, (B, T, C): hh.w h + hh.b, or PaTH's
+        silu(y_t), y_t[c] = sum_k conv[c, k] z_{t-2+k}[c], z = w2 w1 h (0 before the sequence; when decoding,
+        the cache's last two z)."""
+        if not self.path_w:
+            return h @ self.hh.w.T + self.hh.b
+        z = (h @ self.hh.w1.T) @ self.hh.w2.T
+        B, T, C = z.shape
+        taps = self.hh.conv.shape[1]
+        before = cache.conv if cache is not None and cache.conv is not None else z.new_zeros(B, taps - 1, C)
+        joined = torch.cat((before, z), dim=1)
+        if cache is not None:
+            cache.conv = joined[:, joined.shape[1] - (taps - 1):]
+        y = 0
+        for k in range(taps):
+            y = y + self.hh.conv[:, k] * joined[:, k:k + T]
+        return F.silu(y)
+
+    def _steps(self, h, cache=None):
         """Householder directions w (B, H, T, hd), unit, and sizes beta (B, H, T)."""
         B, T, C = h.shape
-        z = (h @ self.hh.w.T + self.hh.b).view(B, T, self.heads, self.head_dim)
+        z = self._directions(h, cache).view(B, T, self.heads, self.head_dim)
         w = (z / z.norm(dim=-1, keepdim=True).clamp_min(1e-12)).transpose(1, 2)
         if self.path_beta:
             beta = 2.0 * torch.sigmoid(h @ self.hh.u.T + self.hh.c).transpose(1, 2)
@@ -303,7 +337,7 @@ class SchemeAttention(nn.Module):
         """PaTH's transport: s_ij = k_j^T H_{j+1} ... H_i q_i / sqrt(hd), H_t = I - beta_t w_t w_t^T; with
         transported values o_i = sum_j p_ij H_i ... H_{j+1} v_j."""
         B, H, T, hd = q.shape
-        w, beta = self._steps(h)
+        w, beta = self._steps(h, cache)
         scale = 1.0 / math.sqrt(hd)
         if cache is not None:
             # Token by token, keys (and values) carried forward: K_j <- H_t K_j for every cached j, so that
@@ -369,17 +403,18 @@ class ALiBiAttention(SchemeAttention):
 
 class HouseholderAttention(SchemeAttention):
     """PaTH's Householder transport: householder_beta "path" (beta_t = 2 sigmoid(u h_t + c)) or "reflection"
-    (beta = 2); transport_values carries the values too (householder_qkv)."""
+    (beta = 2); transport_values carries the values too (householder_qkv); path_w makes the directions as
+    PaTH's own layer does (path_qk, path_qkv: low-rank projection, short causal convolution, SiLU)."""
 
-    def __init__(self, d_model, heads, *, transport_values=False, householder_beta="path", **kw):
+    def __init__(self, d_model, heads, *, transport_values=False, householder_beta="path", path_w=False, **kw):
         super().__init__(d_model, heads, householder=True, transport_values=transport_values,
-                         householder_beta=householder_beta, **kw)
+                         householder_beta=householder_beta, path_w=path_w, **kw)
 
 
 def attention_for_scheme(scheme, d_model, heads, **kw):
     """The attention layer routelab's `scheme` (a [model] scheme name) trains with."""
     if scheme not in SCHEMES:
         raise ValueError(f"scheme '{scheme}' is not accepted; one of {', '.join(SCHEMES)}")
-    angles, values, alibi, forget, householder = SCHEMES[scheme]
+    angles, values, alibi, forget, householder, path_w = SCHEMES[scheme]
     return SchemeAttention(d_model, heads, angles=angles, transport_values=values, alibi=alibi,
-                           forget_gate=forget, householder=householder, **kw)
+                           forget_gate=forget, householder=householder, path_w=path_w, **kw)

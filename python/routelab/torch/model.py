@@ -124,7 +124,7 @@ class RoutelabModel(nn.Module):
             if a.forget_gate:
                 out[p + "forget.w"], out[p + "forget.b"] = a.forget.w, a.forget.b
             if a.householder:
-                for name in ("w", "b", "u", "c"):
+                for name in ("w", "b", "w1", "w2", "conv", "u", "c"):
                     if hasattr(a.hh, name):
                         out[p + "householder." + name] = getattr(a.hh, name)
         return out
