@@ -157,7 +157,7 @@ TEST_P(GpuModel, evaluation_losses_match_the_cpu) {
 // householder_beta = "reflection": every step a reflection (beta = 2), no
 // beta projection.
 TEST_F(GpuTest, householder_reflections_match_the_cpu) {
-  for (const char* scheme : {"householder_qk", "householder_qkv", "path_qk", "path_qkv"}) {
+  for (const char* scheme : {"householder_qk", "householder_qkv", "path_qk", "path_qkv", "path_qk_forget"}) {
     nn::ModelConfig m = small_model(scheme);
     m.householder_beta = "reflection";
     expect_model_matches(m, cuda::MatmulMath::fp32, kLossFp32, kGradFp32);

@@ -128,11 +128,13 @@ struct CudaOps {
   void watch_attention(int, const Layer&, nn::AttentionShape) {}
   void householder_attention_forward(Layer& L, int, nn::AttentionShape shape) {
     cuda::householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, model.scheme_.values, shape,
-                                        model.hh_scratch_);
+                                        model.hh_scratch_, nn::HouseholderPath::blocked,
+                                        model.scheme_.forget ? L.cum : nullptr);
   }
   void householder_attention_backward(Layer& D, const Layer& L, int, nn::AttentionShape shape) {
     cuda::householder_attention_backward(D.q, D.k, D.v, D.hw, D.hbeta, D.o, L.q, L.k, L.v, L.hw, L.hbeta,
-                                         model.scheme_.values, shape, model.hh_scratch_);
+                                         model.scheme_.values, shape, model.hh_scratch_, nn::HouseholderPath::blocked,
+                                         model.scheme_.forget ? L.cum : nullptr, D.cum);
   }
   void zero_dtheta() { CUDA_CHECK(cudaMemset(model.dtheta_.data(), 0, model.dtheta_.size() * sizeof(double))); }
   void angles_backward(float* dincrements, const double* dtheta) {

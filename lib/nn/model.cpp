@@ -293,11 +293,13 @@ struct CpuOps {
   }
   void householder_attention_forward(Layer& L, int l, AttentionShape shape) {
     nn::householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, scheme.values, shape,
-                                      HouseholderPath::blocked, 0, hh_cache ? (*hh_cache)[l].get() : nullptr);
+                                      HouseholderPath::blocked, 0, hh_cache ? (*hh_cache)[l].get() : nullptr,
+                                      scheme.forget ? L.cum : nullptr);
   }
   void householder_attention_backward(Layer& D, const Layer& L, int l, AttentionShape shape) {
     nn::householder_attention_backward(D.q, D.k, D.v, D.hw, D.hbeta, D.o, L.q, L.k, L.v, L.hw, L.hbeta,
-                                       scheme.values, shape, HouseholderPath::blocked, 0, (*hh_cache)[l].get());
+                                       scheme.values, shape, HouseholderPath::blocked, 0, (*hh_cache)[l].get(),
+                                       scheme.forget ? L.cum : nullptr, D.cum);
   }
   void zero_dtheta() { std::fill(theta.begin(), theta.end(), 0.0); }
   void angles_backward(R* dincrements, const double* dtheta) {

@@ -22,7 +22,8 @@
 //   layer_angles(L, lp, l): layer l's (cos, sin) into L.cs (projected angles
 //     from L.psi, which the pass has computed);
 //   watch_attention(l, L, shape): sees q, k and the steps before attention;
-//   householder_attention_forward(L, l, shape) / _backward(D, L, l, shape);
+//   householder_attention_forward(L, l, shape) / _backward(D, L, l, shape)
+//     (with the forget gate's L.cum, and D.cum its gradient, under a gate);
 //   zero_dtheta(), angles_backward(dincrements, dtheta): d loss / d the
 //     layer's increments (table rows or psi) from d loss / d theta.
 #pragma once

@@ -27,6 +27,7 @@ const std::vector<SchemeInfo>& all_schemes() {
       {"fox", AngleKind::none, false, false, true},
       {"path_qk", AngleKind::none, false, false, false, true, true},
       {"path_qkv", AngleKind::none, true, false, false, true, true},
+      {"path_qk_forget", AngleKind::none, false, false, true, true, true},
   };
   return s;
 }

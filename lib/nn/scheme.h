@@ -42,6 +42,10 @@
 //                        the latest write to the read can mark it (the
 //                        flip-flop task, issue 51). householder_qk/_qkv keep
 //                        w_t = unit(W x_t + b): the committed runs used them.
+//   path_qk_forget       PaTH-FoX: path_qk's transport plus the forget gate's
+//                        bias cum_i - cum_j on the transported scores
+//                        (nn/forget_gate.h; fla's PaTHAttention with
+//                        use_forget_gate).
 //   fox                  NoPE with the forget gate's bias (the Forgetting
 //                        Transformer, the "FoX" row of PaTH's tables): no
 //                        angles, scores q.k / sqrt(hd) + cum_i - cum_j.

@@ -36,7 +36,7 @@ VARIANTS = [(s, s, "") for s in rt.SCHEMES if s not in HOUSEHOLDER]
 VARIANTS += [("learned_qkv-shared", "learned_qkv", "learned_shared = true\n")]
 VARIANTS += [(f"{s}-{b}", s, f'householder_beta = "{b}"\n') for s in HOUSEHOLDER for b in ("path", "reflection")]
 # The variants whose perturbed copy must fail: one per kind of positional transport.
-PLANTED = {"nope", "rope", "random_qkv", "alibi", "fox", "householder_qkv-path", "path_qkv-path"}
+PLANTED = {"nope", "rope", "random_qkv", "alibi", "fox", "householder_qkv-path", "path_qkv-path", "path_qk_forget-path"}
 TOL_BPB, TOL_LOSS = rt.TOL_BPB, rt.TOL_LOSS
 
 
@@ -118,12 +118,12 @@ def plant(model):
     """A small error in the modules, one per kind of scheme, that the check must catch."""
     attn = [blk.attn for blk in model.layers]
     with torch.no_grad():
-        if attn[0].householder and attn[0].path_w:
-            for a in attn:
-                a.hh.conv.copy_(a.hh.conv.flip(1))  # the convolution's taps in the other order
-        elif attn[0].forget_gate and attn[0].angle_kind == "none":
+        if attn[0].forget_gate and attn[0].angle_kind == "none":
             for a in attn:
                 a.forget.b -= 0.1  # every gate a little more closed
+        elif attn[0].householder and attn[0].path_w:
+            for a in attn:
+                a.hh.conv.copy_(a.hh.conv.flip(1))  # the convolution's taps in the other order
         elif attn[0].alibi:
             for a in attn:
                 a.slopes *= 1.01

@@ -40,6 +40,7 @@ SCHEMES = {
     "fox": ("none", False, False, True, False, False),
     "path_qk": ("none", False, False, False, True, True),
     "path_qkv": ("none", True, False, False, True, True),
+    "path_qk_forget": ("none", False, False, True, True, True),
 }
 PATH_RANK, PATH_CONV_TAPS = 32, 3  # lib/nn/scheme.h kPathRank, kPathConvTaps
 
@@ -273,22 +274,15 @@ class SchemeAttention(nn.Module):
             q, k = rotate(q, *rot), rotate(k, *rot)
             if self.transport_values:
                 v = rotate(v, *rot)
+        cum = self._forget_sums(h, cache) if self.forget_gate else None
         if self.householder:
-            o = self._householder(h, q, k, v, cache)
+            o = self._householder(h, q, k, v, cache, cum)
         else:
-            bias, cum = None, None
-            if self.forget_gate:
-                ls = F.logsigmoid(self.forget(h).double()).transpose(1, 2)  # (B, H, T)
-                if cache is not None and cache.cum is not None and cache.cum.shape[2]:
-                    cum = torch.cumsum(torch.cat((cache.cum[:, :, -1:], ls), dim=2), dim=2)[:, :, 1:]
-                else:
-                    cum = torch.cumsum(ls, dim=2)
+            bias = None
             if cache is not None:
                 k = k if cache.k is None else torch.cat((cache.k, k), dim=2)
                 v = v if cache.v is None else torch.cat((cache.v, v), dim=2)
-                if cum is not None:
-                    cum = cum if cache.cum is None else torch.cat((cache.cum, cum), dim=2)
-                cache.k, cache.v, cache.cum = k, v, cum
+                cache.k, cache.v = k, v
             Tk = k.shape[2]
             if self.alibi:
                 dist = (first + torch.arange(T)[:, None] - torch.arange(Tk)[None, :]).double()
@@ -303,6 +297,19 @@ class SchemeAttention(nn.Module):
             cache.pos += T
         y = o.transpose(1, 2).reshape(B, T, C)
         return y @ self.wo.T + self.bo
+
+    def _forget_sums(self, h, cache):
+        """The forget gate's running sums of log f (B, H, first + T) float64 for every key so far: the cache's
+        continued by this piece's (and kept there)."""
+        ls = F.logsigmoid(self.forget(h).double()).transpose(1, 2)  # (B, H, T)
+        if cache is not None and cache.cum is not None and cache.cum.shape[2]:
+            cum = torch.cat((cache.cum, torch.cumsum(torch.cat((cache.cum[:, :, -1:], ls), dim=2), dim=2)[:, :, 1:]),
+                            dim=2)
+        else:
+            cum = torch.cumsum(ls, dim=2)
+        if cache is not None:
+            cache.cum = cum
+        return cum
 
     def _directions(self, h, cache):
         """Each position's step direction before normalising, (B, T, C): hh.w h + hh.b, or PaTH's
@@ -333,12 +340,14 @@ class SchemeAttention(nn.Module):
             beta = torch.full((B, self.heads, T), 2.0, dtype=h.dtype)
         return w, beta
 
-    def _householder(self, h, q, k, v, cache):
+    def _householder(self, h, q, k, v, cache, cum=None):
         """PaTH's transport: s_ij = k_j^T H_{j+1} ... H_i q_i / sqrt(hd), H_t = I - beta_t w_t w_t^T; with
-        transported values o_i = sum_j p_ij H_i ... H_{j+1} v_j."""
+        transported values o_i = sum_j p_ij H_i ... H_{j+1} v_j. cum (B, H, first + T), a forget gate's running
+        log sums, adds cum_i - cum_j to the logits (path_qk_forget)."""
         B, H, T, hd = q.shape
         w, beta = self._steps(h, cache)
         scale = 1.0 / math.sqrt(hd)
+        first = cache.pos if cache is not None else 0
         if cache is not None:
             # Token by token, keys (and values) carried forward: K_j <- H_t K_j for every cached j, so that
             # K_j . q_t = k_j^T H_{j+1} ... H_t q_t.
@@ -351,7 +360,11 @@ class SchemeAttention(nn.Module):
                 kt, vt = k[:, :, t:t + 1], v[:, :, t:t + 1]
                 cache.k = kt if cache.k is None else torch.cat((cache.k, kt), dim=2)
                 cache.v = vt if cache.v is None else torch.cat((cache.v, vt), dim=2)
-                p = (torch.einsum("bhnd,bhd->bhn", cache.k, q[:, :, t]) * scale).softmax(dim=-1)
+                logits = torch.einsum("bhnd,bhd->bhn", cache.k, q[:, :, t]) * scale
+                if cum is not None:
+                    i = first + t
+                    logits = logits + (cum[:, :, i, None] - cum[:, :, :i + 1]).to(q.dtype)
+                p = logits.softmax(dim=-1)
                 outs.append(torch.einsum("bhn,bhnd->bhd", p, cache.v))
             return torch.stack(outs, dim=2)
         causal = torch.ones(T, T, dtype=torch.bool).tril_()
@@ -362,7 +375,10 @@ class SchemeAttention(nn.Module):
             U = torch.cat((q[:, :, j:j + 1], U), dim=2)
             S[:, :, j:, j] = torch.einsum("bhnd,bhd->bhn", U, k[:, :, j])
             U = householder_step(U, w[:, :, j], beta[:, :, j])
-        P = (S * scale).masked_fill(~causal, float("-inf")).softmax(dim=-1)
+        S = S * scale
+        if cum is not None:
+            S = S + (cum[:, :, :, None] - cum[:, :, None, :]).to(q.dtype)
+        P = S.masked_fill(~causal, float("-inf")).softmax(dim=-1)
         if not self.transport_values:
             return P @ v
         # The accumulators of queries j .. T-1, keys from the first up; query j's is done at key j.
