@@ -29,6 +29,7 @@
 #include "runs/export.h"
 #include "runs/passkey.h"
 #include "runs/probe.h"
+#include "runs/task_eval.h"
 #include "runs/train.h"
 #include "sims/sim.h"
 #include "stats/distributed.h"
@@ -117,6 +118,31 @@ std::vector<std::unique_ptr<RunLock>> lock_runs_written(const std::vector<std::s
   return locks;
 }
 
+// "0.98,0.1" or "2,8,32": comma-separated numbers (integers for an integral
+// I), none empty; "" is the empty list. ConfigError naming `flag` otherwise.
+template <class I>
+std::vector<I> parse_number_list(const std::string& text, const char* flag) {
+  std::vector<I> out;
+  if (text.empty()) return out;
+  const auto items = split_list(text);
+  bool ok = items.has_value();
+  for (const auto& item : items.value_or(std::vector<std::string>{})) {
+    std::optional<I> v;
+    if constexpr (std::is_integral_v<I>) {
+      if (const auto x = parse_integer(item)) v = I(*x);
+    } else {
+      v = parse_finite(item);
+    }
+    if (!v) ok = false;
+    if (!ok) break;
+    out.push_back(*v);
+  }
+  if (!ok)
+    throw runs::ConfigError(fmt::format("{}: '{}' is not accepted; comma-separated {}, no empty item", flag, text,
+                                        std::is_integral_v<I> ? "integers" : "numbers"));
+  return out;
+}
+
 }  // namespace
 
 int cmd_train(const std::vector<std::string>& args) {
@@ -149,15 +175,31 @@ int cmd_train(const std::vector<std::string>& args) {
 }
 
 int cmd_eval(const std::vector<std::string>& args) {
-  CLI::App app{"bits per byte of a trained run on the validation stream at each length", "routelab eval"};
+  CLI::App app{"bits per byte of a trained run on the validation stream at each length; for a run of [data] task, "
+               "its error rate on generated sets (lengths, p, distances)",
+               "routelab eval"};
   std::string run, lengths = "1x,2x,4x,8x,16x,32x,64x", out, losses, device = "cpu";
+  std::string p_text, distances_text;
+  runs::TaskEvalPlan plan;
+  long long seed = 1;
   bool quiet = false, tf32 = false;
   int threads = 0;
   app.add_option("--run", run, "run directory written by routelab train")->required();
-  app.add_option("--lengths", lengths, "window lengths: multiples of the training length (4x) or integers");
+  app.add_option("--lengths", lengths,
+                 "window lengths: multiples of the training length (4x) or integers (default 1x,...,64x; a task "
+                 "run's: 1x,2x,4x,8x,16x)");
   app.add_option("--out", out, "CSV (default RUN/eval.csv); positions go to FILE-positions.csv");
   app.add_option("--losses", losses,
                  "also write every scored position's loss to this CSV (eval_len,window,position,nats)");
+  app.add_option("--p", p_text, "task runs (flip-flop): further FFL(p) sets at the training length, e.g. 0.98,0.1");
+  app.add_option("--distances", distances_text,
+                 "task runs: distance sets, the read's source exactly D bytes back, e.g. 2,8,32,128");
+  app.add_option("--reads", plan.reads, "task runs: reads a length set aims at (default 2000)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--distance-reads", plan.distance_reads, "task runs: sequences per distance set (default 500)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--seed", seed, "task runs: draws the sets' sequences (default 1)")
+      ->check(CLI::Range(0LL, (1LL << 62)).description("an integer in [0, 2^62]"));
   add_threads_option(app, threads);
   app.add_flag("--quiet", quiet, "no progress lines");
   add_device_option(app, device);
@@ -169,9 +211,25 @@ int cmd_eval(const std::vector<std::string>& args) {
   require_named_if_given(app, "--out", out);
   require_named_if_given(app, "--losses", losses);
   if (out.empty()) out = (fs::path(run) / "eval.csv").string();
+  const bool task = runs::load_run_dir_config(run).is_task();
+  for (const char* flag : {"--p", "--distances", "--reads", "--distance-reads", "--seed"})
+    if (!task && app.count(flag))
+      throw runs::ConfigError(fmt::format("{}: {} is a run trained on a corpus; {} asks a task run's sets", flag, run,
+                                          flag));
+  if (task && app.count("--losses"))
+    throw runs::ConfigError(fmt::format("--losses: {} is a task run; its reads are scored in the CSV", run));
   const auto locks = lock_runs_written({run}, {out, losses});
-  const std::string rows = runs::evaluate_run(run, lengths, out, !quiet, backend, losses);
-  std::fputs((runs::eval_csv_header() + rows).c_str(), stdout);
+  if (!task) {
+    const std::string rows = runs::evaluate_run(run, lengths, out, !quiet, backend, losses);
+    std::fputs((runs::eval_csv_header() + rows).c_str(), stdout);
+    return 0;
+  }
+  if (app.count("--lengths")) plan.lengths = lengths;
+  plan.p = parse_number_list<double>(p_text, "--p");
+  plan.distances = parse_number_list<int64_t>(distances_text, "--distances");
+  plan.seed = uint64_t(seed);
+  const std::string rows = runs::evaluate_task_run(run, plan, out, !quiet, backend);
+  std::fputs((runs::task_csv_header() + rows).c_str(), stdout);
   return 0;
 }
 
@@ -318,13 +376,15 @@ int cmd_experiment(const std::vector<std::string>& args) {
   const std::string stem = e.csv.ends_with(".csv") ? e.csv.substr(0, e.csv.size() - 4) : e.csv;
   // plots/ of the checkout: under the working directory, or beside the build
   // folder that holds this binary.
-  std::string script = "plots/extrapolation.py";
+  std::string script = e.task ? "plots/tasks.py" : "plots/extrapolation.py";
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!fs::exists(script) && !ec && fs::exists(exe.parent_path().parent_path() / script))
     script = (exe.parent_path().parent_path() / script).string();
-  const std::string cmd = fmt::format("\"{}\" \"{}\" \"{}\" --positions \"{}\" --out \"{}\"", interpreter, script,
-                                      e.csv, runs::positions_path(e.csv), stem);
+  const std::string cmd =
+      e.task ? fmt::format("\"{}\" \"{}\" \"{}\" --out \"{}\"", interpreter, script, e.csv, stem)
+             : fmt::format("\"{}\" \"{}\" \"{}\" --positions \"{}\" --out \"{}\"", interpreter, script, e.csv,
+                           runs::positions_path(e.csv), stem);
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "routelab: experiment: the CSVs are written, but the plot failed: %s\n", cmd.c_str());
     return 1;

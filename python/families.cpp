@@ -11,6 +11,7 @@
 #include "groups/walk.h"
 #include "python/bindings.h"
 #include "rng/stream.h"
+#include "sims/runner.h"
 #include "sims/sim.h"
 #include "theory/haar_score_law.h"
 
@@ -163,11 +164,11 @@ void bind_families(py::module_& m) {
       [] {
         py::list out;
         for (const auto& f : family_flags())
-          out.append(
-              py::dict(py::arg("name") = f.name, py::arg("default") = f.default_value, py::arg("help") = f.help));
+          out.append(py::dict(py::arg("name") = f.name, py::arg("default") = f.default_value, py::arg("help") = f.help,
+                              py::arg("list_valued") = list_valued(f.name)));
         return out;
       },
-      "Every step-law flag with its default and help text.");
+      "Every step-law flag with its default and help text; list_valued: its one value is a list (--lambdas).");
   m.def("mixing_window", &theory::mixing_window, py::arg("beta"), py::arg("eps"),
         "B.2's mixing window w_eps = ceil(log(1/eps) / log(1/beta)) (1 when beta = 0).");
 

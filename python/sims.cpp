@@ -35,7 +35,8 @@ void bind_sims(py::module_& m) {
           py::list flags;
           for (const auto& f : s.flags)
             flags.append(py::dict(py::arg("name") = f.name, py::arg("default") = f.default_value,
-                                  py::arg("help") = f.help, py::arg("series") = f.series));
+                                  py::arg("help") = f.help, py::arg("series") = f.series,
+                                  py::arg("list_valued") = list_valued(f.name)));
           out.append(py::dict(py::arg("name") = s.name, py::arg("summary") = s.summary, py::arg("flags") = flags,
                               py::arg("uses_family") = s.uses_family,
                               py::arg("default_samples") = s.default_samples));

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one prepared run for a lent GPU (issue 6): build with CUDA, run every
-# GPU test against the CPU reference, then the benchmarks: training tokens/s
+# GPU test against the CPU reference, routelab.torch's modules on the device
+# against the CPU (issue 53), then the benchmarks: training tokens/s
 # of the GPU-scale configuration (d_model 512, 8 heads, 8 layers, context 512)
 # beside PyTorch on the same device, in fp32 and TF32, Householder transport's
 # training tokens/s beside rope's, and walk-steps/s of the sims' walks, GPU
@@ -42,6 +43,13 @@ echo "peer python: ${PYTHON:-none with torch and CUDA}" | tee -a "$summary"
 # The GPU tests (a skip is a failure there), then routelab and the GPU bench
 # in the same build folder.
 step gpu-tests bash scripts/test-gpu.sh || true
+# routelab.torch on the device: every module and function against the CPU
+# (tests/python/test_torch_modules.py with ROUTELAB_TEST_DEVICE), the Philox
+# known answers there, and the functions' tests; pure Python, no build.
+if [ -n "${PYTHON:-}" ]; then
+  step torch-modules env ROUTELAB_TEST_DEVICE=cuda PYTHONPATH=python "$PYTHON" tests/python/test_torch_modules.py || true
+  step torch-functions env PYTHONPATH=python "$PYTHON" tests/python/test_torch_functions.py || true
+fi
 step configure cmake -S . -B build-gpu -DROUTELAB_BENCH=ON || exit 1
 step build cmake --build build-gpu -j"$(nproc)" --target routelab bench_gpu_walks || exit 1
 

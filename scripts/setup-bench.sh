@@ -1,28 +1,11 @@
 #!/usr/bin/env bash
-# Opt-in extra for the benchmarks (bench/), not needed to build or test:
-# python3-torch, Debian's PyTorch, for bench/peers/train_torch.py (the peer
-# of bench/run_train.py), with Debian's OpenBLAS as its BLAS. Run
-# scripts/setup.sh first. Idempotent and quiet when everything is present;
-# needs root (or sudo) only when something is missing.
+# The benchmarks' extra (bench/), not needed to build or test: their Python
+# peers (bench/peers/train_torch.py, the peer of bench/run_train.py) need
+# python3-torch, which scripts/setup.sh installs for the test suite too, with
+# Debian's OpenBLAS as its BLAS. Runs scripts/setup.sh, then checks which BLAS
+# libblas.so.3 is. Idempotent and quiet when everything is present.
 set -euo pipefail
-
-packages=(
-  python3-torch
-  libopenblas0-pthread
-)
-
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "setup-bench: installing ${missing[*]}" >&2
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+bash "$(dirname "$0")/setup.sh"
 
 # Debian's torch links libblas.so.3, which the alternatives system may point
 # at the reference BLAS (about 15x slower); bench/run_train.py forces

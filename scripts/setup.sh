@@ -10,6 +10,8 @@ packages=(
   librandom123-dev libgtest-dev libtomlplusplus-dev
   python3-numpy python3-scipy python3-matplotlib python3-threadpoolctl
   python3-dev pybind11-dev python3-pybind11 python3-pandas
+  python3-torch python3-venv python3-pip python3-setuptools python3-wheel
+  python3-nbclient python3-nbformat python3-ipykernel
   libopenblas0-pthread
   libopenmpi-dev openmpi-bin
 )

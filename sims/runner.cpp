@@ -29,9 +29,6 @@ namespace {
 constexpr std::array<const char*, 5> kMeasured = {"estimate", "stderr", "ci_low", "ci_high", "theory"};
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Flags whose single value is itself a comma list; their sweeps use ';'.
-bool list_valued(const std::string& flag) { return flag == "lambdas"; }
-
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> out;
   std::stringstream ss(text);
@@ -99,6 +96,8 @@ std::vector<std::string> swept_families(const RunRequest& req) {
 }
 
 }  // namespace
+
+bool list_valued(const std::string& flag) { return flag == "lambdas"; }
 
 RunRequest parse_sim_args(const std::string& sim_name, const std::vector<std::string>& args) {
   const Sim& sim = find_sim(sim_name);

@@ -33,6 +33,10 @@ struct RunRequest {
 // Throws BadInput naming the flag.
 RunRequest parse_sim_args(const std::string& sim, const std::vector<std::string>& args);
 
+// Flags whose single value is itself a comma list (--lambdas); their sweeps
+// use ';'.
+bool list_valued(const std::string& flag);
+
 // The parameter points of a request, in sweep order.
 std::vector<Params> expand_points(const RunRequest& req);
 

@@ -155,7 +155,21 @@ TEST(Corpus, MissingFileIsRefused) {
   EXPECT_EQ(msg, "corpus: " + (t.path / "data/brown/train.txt").string() +
                      " is missing; run `bash scripts/fetch-corpus.sh`");
   fs::remove_all(t.path / "data/brown");
-  EXPECT_NE(corpus_error([&] { load_corpus(t.path / "data/brown"); }).find("SHA256SUMS is missing"), std::string::npos);
+  EXPECT_EQ(corpus_error([&] { load_corpus(t.path / "data/brown"); }).rfind("corpus: no folder at " +
+                                                                             (t.path / "data/brown").string() + ";", 0),
+            0u);
+}
+
+TEST(Corpus, MissingFolderIsNamedByItsAbsolutePath) {
+  TempDir t;
+  const fs::path cwd = fs::current_path();
+  fs::current_path(t.path);
+  const std::string msg = corpus_error([&] { load_corpus("data/brown"); });
+  fs::current_path(cwd);
+  EXPECT_EQ(msg.rfind("corpus: no folder at " + (t.path / "data/brown").string() +
+                          " (data/brown read from the working directory " + t.path.string() + ")", 0),
+            0u)
+      << msg;
 }
 
 TEST(Corpus, FullSizeStreamMustBeTheDesignOne) {

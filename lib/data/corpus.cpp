@@ -94,6 +94,18 @@ void write_corpus(const Corpus& corpus, const fs::path& out_dir) {
 }
 
 Corpus load_corpus(const fs::path& dir) {
+  // A wrong path (often a relative one read from another working directory,
+  // a notebook's) is named as the folder it resolved to, not as a corpus to
+  // fetch again.
+  if (!fs::is_directory(dir)) {
+    std::error_code ec;
+    const fs::path cwd = fs::current_path(ec);
+    throw CorpusError("corpus: no folder at " + fs::absolute(dir, ec).lexically_normal().string() +
+                      (dir.is_relative() ? " (" + dir.string() + " read from the working directory " + cwd.string() + ")"
+                                         : "") +
+                      "; name the corpus folder, or fetch the design corpus into data/ at the repository's root "
+                      "(`bash scripts/fetch-corpus.sh`)");
+  }
   for (const char* name : {"SHA256SUMS", kStreams[0].file, kStreams[1].file})
     if (!fs::is_regular_file(dir / name))
       throw CorpusError("corpus: " + (dir / name).string() + " is missing; " + fix_command(dir, false));

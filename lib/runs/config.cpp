@@ -11,6 +11,7 @@
 #include <fmt/core.h>
 #include <toml++/toml.h>
 
+#include "data/latest_value.h"
 #include "data/passkey_sample.h"
 #include "nn/scheme.h"
 
@@ -150,6 +151,11 @@ RunConfig parse_run_config(const toml::table& t, const std::string& where, const
   {
     TableReader r(section(t, "data", where), where, "data");
     r.text("corpus", c.corpus, "a directory path (text)");
+    r.text("task", c.task.name, "\"\" (the corpus) or one of " + data::task_names());
+    r.real("flipflop_p", c.task.p, 0.0, 1.0, false, true);
+    r.integer("recall_keys", c.task.keys, 1, data::kMaxValueKeys);
+    r.integer("recall_values", c.task.values, 1, data::kMaxValues);
+    r.real("recall_query", c.task.query, 0.0, 1.0, true, true);
     r.finish();
   }
   validate(c, where);
@@ -206,6 +212,21 @@ void validate(const RunConfig& c, const std::string& where) {
   if (m.householder_beta != "path" && m.householder_beta != "reflection")
     throw ConfigError(fmt::format("{}: [model] householder_beta must be \"path\" or \"reflection\"", where));
   if (c.corpus.empty()) throw ConfigError(fmt::format("{}: [data] corpus must be a directory path", where));
+  if (c.is_task()) {
+    if (!data::is_task(c.task.name))
+      throw ConfigError(fmt::format("{}: [data] task '{}' is unknown; accepted: \"\" (the corpus) or one of {}", where,
+                                    c.task.name, data::task_names()));
+    const int unit = data::task_unit(c.task);
+    if (m.context % unit != 0 || m.context < data::task_min_window(c.task))
+      throw ConfigError(fmt::format("{}: [model] context = {} does not fit task {}: accepted: a multiple of {} bytes "
+                                    "(one {}), at least {}",
+                                    where, m.context, c.task.name, unit, unit == 2 ? "instruction-bit pair" : "byte",
+                                    data::task_min_window(c.task)));
+    if (c.train.passkey_fraction > 0)
+      throw ConfigError(fmt::format("{}: [train] passkey_fraction mixes passkeys into corpus windows; a run of [data] "
+                                    "task {} has none (set it to 0)",
+                                    where, c.task.name));
+  }
   if (c.train.passkey_fraction > 0 && m.context < data::passkey_min_length())
     throw ConfigError(fmt::format("{}: [train] passkey_fraction needs context >= {} (a passkey sample's length); "
                                   "context is {}",
@@ -230,7 +251,9 @@ std::string to_toml(const RunConfig& c) {
     << "\npasskey_fraction = " << num(t.passkey_fraction) << "\nseed = " << t.seed
     << "\ndata_seed = " << t.data_seed
     << "\ncheckpoint_every = " << t.checkpoint_every << "\nlog_every = " << t.log_every << "\n\n[data]\ncorpus = "
-    << toml::value<std::string>(c.corpus) << "\n";
+    << toml::value<std::string>(c.corpus) << "\ntask = " << toml::value<std::string>(c.task.name)
+    << "\nflipflop_p = " << num(c.task.p) << "\nrecall_keys = " << c.task.keys << "\nrecall_values = " << c.task.values
+    << "\nrecall_query = " << num(c.task.query) << "\n";
   return o.str();
 }
 
@@ -250,7 +273,9 @@ nlohmann::json to_json(const RunConfig& c) {
             {"passkey_fraction", t.passkey_fraction}, {"seed", t.seed}, {"data_seed", t.data_seed},
             {"checkpoint_every", t.checkpoint_every},
             {"log_every", t.log_every}}},
-          {"data", {{"corpus", c.corpus}}}};
+          {"data",
+           {{"corpus", c.corpus}, {"task", c.task.name}, {"flipflop_p", c.task.p}, {"recall_keys", c.task.keys},
+            {"recall_values", c.task.values}, {"recall_query", c.task.query}}}};
 }
 
 RunConfig from_json(const nlohmann::json& j, const std::string& where) {

@@ -7,7 +7,8 @@
 //   [train]  batch, steps, lr, min_lr_ratio, warmup, weight_decay, beta1,
 //            beta2, eps, grad_clip, passkey_fraction, seed, data_seed,
 //            checkpoint_every, log_every
-//   [data]   corpus
+//   [data]   corpus, task, flipflop_p, recall_keys, recall_values,
+//            recall_query (data/task.h: a generated task instead of the corpus)
 // Every key has a default; an unknown key or table, a value of the wrong type
 // or out of range is a ConfigError naming it and what is accepted.
 #pragma once
@@ -20,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/task.h"
 #include "nn/hyperparameters.h"
 
 namespace toml {
@@ -38,6 +40,10 @@ struct RunConfig {
   nn::ModelConfig model;
   nn::TrainConfig train;
   std::string corpus = "data/brown";
+  // A task (task.name not empty) replaces the corpus: every batch element is
+  // a fresh sequence of the task, read from its start.
+  data::TaskConfig task;
+  bool is_task() const { return !task.name.empty(); }
   bool operator==(const RunConfig&) const = default;
 };
 

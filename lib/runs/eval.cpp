@@ -114,10 +114,11 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengt
   }
   const Checkpoint ck = load_run_checkpoint(run_dir, r.config);
   r.step = ck.step;
-  r.corpus = data::load_corpus(r.config.corpus);
+  // A task run's evaluation sets are generated (runs/task_eval.h).
+  if (!r.config.is_task()) r.corpus = data::load_corpus(r.config.corpus);
   // A window of L bytes predicts L + 1: every length must fit the stream.
   for (int64_t L : r.lengths)
-    if (L + 1 > int64_t(r.corpus.val.size()))
+    if (!r.config.is_task() && L + 1 > int64_t(r.corpus.val.size()))
       throw ConfigError(fmt::format("--lengths: {} is longer than the validation stream of {} ({} bytes); accepted: "
                                     "at most {}",
                                     L, run_dir, r.corpus.val.size(), r.corpus.val.size() - 1));
@@ -137,7 +138,10 @@ std::unique_ptr<nn::ModelBackend> trained_run_backend(TrainedRun& run, const nn:
 std::string evaluate_run(const std::string& run_dir, const std::string& lengths_text, const std::string& eval_csv,
                          bool progress, const nn::BackendFactory& backend, const std::string& losses_csv) {
   const auto start = std::chrono::steady_clock::now();
-  load_run_dir_config(run_dir);  // a missing run is named before its outputs
+  if (load_run_dir_config(run_dir).is_task())  // a missing run is named before its outputs
+    throw ConfigError(fmt::format("{} was trained on a task, which has no validation stream: evaluate it with "
+                                  "evaluate_task_run (routelab eval asks its sets)",
+                                  run_dir));
   OutputFiles files("eval");
   files.input(config_path(run_dir));
   files.input(checkpoint_path(run_dir));

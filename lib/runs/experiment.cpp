@@ -65,7 +65,9 @@ std::string config_value(const RunConfig& c, const std::string& key) {
 }
 
 bool point_reads(const RunConfig& c, const std::string& key) {
-  return sweep_section(key) != "model" || nn::scheme_reads(c.model, key);
+  const std::string section = sweep_section(key);
+  if (section == "data") return data::task_reads(c.task.name, key);
+  return section != "model" || nn::scheme_reads(c.model, key);
 }
 
 std::vector<std::string> read_schemes(const toml::node& v, const std::string& where) {
@@ -266,6 +268,23 @@ ExperimentConfig load_experiment_config(const std::string& path) {
         }
       if (!a || e.passkey_depths.empty())
         throw ConfigError(fmt::format("{}: [experiment] passkey_depths must be a list of fractions in [0, 1]", path));
+    } else if (key == "task_p" || key == "task_distances") {
+      const toml::array* a = v.as_array();
+      bool ok = a && !a->empty();
+      for (std::size_t i = 0; ok && i < a->size(); ++i) {
+        const toml::node& n = *a->get(i);
+        if (key == "task_p" && n.value<double>()) e.task_plan.p.push_back(*n.value<double>());
+        else if (key == "task_distances" && n.value_exact<int64_t>()) e.task_plan.distances.push_back(*n.value_exact<int64_t>());
+        else ok = false;
+      }
+      if (!ok)
+        throw ConfigError(fmt::format("{}: [experiment] {} must be a non-empty list of {}", path, key,
+                                      key == "task_p" ? "numbers" : "integers (bytes)"));
+    } else if (key == "task_reads" || key == "task_distance_reads") {
+      const auto n = v.value_exact<int64_t>();
+      if (!n || *n < 1 || *n > 1000000)
+        throw ConfigError(fmt::format("{}: [experiment] {} must be an integer in [1, 1000000]", path, key));
+      (key == "task_reads" ? e.task_plan.reads : e.task_plan.distance_reads) = int(*n);
     } else if (key == "lengths" || key == "out" || key == "csv" || key == "passkey_lengths") {
       const auto s = v.value_exact<std::string>();
       if (!s) throw ConfigError(fmt::format("{}: [experiment] {} must be text", path, key));
@@ -273,7 +292,8 @@ ExperimentConfig load_experiment_config(const std::string& path) {
     } else {
       throw ConfigError(
           fmt::format("{}: unknown key [experiment] {}; accepted: schemes, seeds, sweep, arms, lengths, out, csv, "
-                      "passkey_trials, passkey_depths, passkey_lengths",
+                      "passkey_trials, passkey_depths, passkey_lengths, task_p, task_distances, task_reads, "
+                      "task_distance_reads",
                       path, key));
     }
   }
@@ -299,6 +319,29 @@ ExperimentConfig load_experiment_config(const std::string& path) {
   };
   std::stable_sort(e.points.begin(), e.points.end(),
                    [&](const ExperimentPoint& a, const ExperimentPoint& b) { return seed_rank(a) < seed_rank(b); });
+  e.task = e.base.is_task();
+  for (const auto& p : e.points)
+    if (p.config.is_task() != e.task)
+      throw ConfigError(fmt::format("{}: {} trains on {} while the experiment's base trains on {}; one experiment is "
+                                    "all corpus runs or all task runs (their CSVs differ)",
+                                    path, p.dir, p.config.is_task() ? "a task" : "a corpus",
+                                    e.task ? "a task" : "a corpus"));
+  const bool task_keys = x->contains("task_p") || x->contains("task_distances") || x->contains("task_reads") ||
+                         x->contains("task_distance_reads");
+  if (!e.task && task_keys)
+    throw ConfigError(fmt::format("{}: [experiment] task_* keys ask a task's sets; this experiment trains on a corpus "
+                                  "(set [data] task)",
+                                  path));
+  if (e.task) {
+    if (e.passkey_trials > 0)
+      throw ConfigError(fmt::format("{}: [experiment] passkey_trials: passkeys are planted in corpus text; a task "
+                                    "experiment has none (set it to 0)",
+                                    path));
+    if (x->contains("lengths")) e.task_plan.lengths = e.lengths;
+    e.lengths = e.task_plan.lengths;
+    // Every set of every run is checked before any work.
+    for (const auto& p : e.points) task_sets(p.config, e.task_plan, fmt::format("{}: [experiment] task_", path));
+  }
   if (e.passkey_lengths.empty()) e.passkey_lengths = e.lengths;
   for (const auto& p : e.points)
     require_memory(training_bytes(p.config.model, p.config.train.batch, p.config.model.context),
@@ -402,6 +445,12 @@ bool evaluated_at(const std::string& eval_csv, const std::string& lengths) {
   return !side.is_discarded() && side.value("lengths_text", "") == lengths;
 }
 
+// Whether eval_csv holds a finished task evaluation that asked `plan`.
+bool task_evaluated_as(const std::string& eval_csv, const TaskEvalPlan& plan) {
+  const auto side = nlohmann::json::parse(read_text_file(eval_csv + ".json"), nullptr, false);
+  return !side.is_discarded() && side.contains("task_plan") && side["task_plan"] == to_json(plan);
+}
+
 // What one run adds to the combined CSVs (its rows with the swept columns).
 struct PointRows {
   std::string eval, positions, passkey, loss;
@@ -427,7 +476,7 @@ std::optional<PointRows> run_point(const ExperimentConfig& e, const ExperimentPo
   }
   const std::string eval_csv = point_eval_csv(p);
   const std::string pk = point_passkey_csv(p);
-  const bool evaluated = trained && evaluated_at(eval_csv, e.lengths);
+  const bool evaluated = trained && (e.task ? task_evaluated_as(eval_csv, e.task_plan) : evaluated_at(eval_csv, e.lengths));
   // Kept only when it asked the same questions.
   const auto asked_the_same = [&] {
     const auto side = nlohmann::json::parse(read_text_file(pk + ".json"), nullptr, false);
@@ -441,9 +490,10 @@ std::optional<PointRows> run_point(const ExperimentConfig& e, const ExperimentPo
     if (progress) fmt::print(stderr, "experiment: training {}\n", dir);
     out.train_seconds = train_run(c, {dir, true, progress, backend}).wall_seconds;
   }
-  if (!evaluated) evaluate_run(dir, e.lengths, eval_csv, progress, backend);
+  if (!evaluated && e.task) evaluate_task_run(dir, e.task_plan, eval_csv, progress, backend);
+  else if (!evaluated) evaluate_run(dir, e.lengths, eval_csv, progress, backend);
   out.eval = with_swept(csv_body(read_text_file(eval_csv)), p.swept_values);
-  out.positions = with_swept(csv_body(read_text_file(positions_path(eval_csv))), p.swept_values);
+  if (!e.task) out.positions = with_swept(csv_body(read_text_file(positions_path(eval_csv))), p.swept_values);
   out.loss = with_swept(loss_curve_rows(read_text_file(train_log_path(dir)), c.model.scheme, c.train.seed),
                         p.swept_values);
   if (e.passkey_trials > 0) {
@@ -478,7 +528,8 @@ std::string experiment_listing(const ExperimentConfig& e) {
     if (fs::exists(checkpoint_path(p.dir))) {
       const Checkpoint ck = load_checkpoint(checkpoint_path(p.dir));
       require_same_config(ck, p.config, checkpoint_path(p.dir));
-      const bool evaluated = evaluated_at(point_eval_csv(p), e.lengths);
+      const bool evaluated = e.task ? task_evaluated_as(point_eval_csv(p), e.task_plan)
+                                    : evaluated_at(point_eval_csv(p), e.lengths);
       state = ck.step < p.config.train.steps ? fmt::format("step {} of {}", ck.step, p.config.train.steps)
               : evaluated                    ? "done"
                                              : "trained";
@@ -513,15 +564,17 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
   const std::vector<std::string>& keys = e.swept_keys;
   const bool keeps = !only.empty() || new_runs;
   const std::string flag = new_runs ? "--new" : "--only";
+  const std::string eval_header = e.task ? task_csv_header() : eval_csv_header();
   std::vector<KeptRows> kept;
   std::optional<KeptRows> kept_loss;  // older experiments have no -loss.csv
   if (keeps) {
-    kept.push_back(read_kept(e.csv, with_swept(eval_csv_header(), keys), "[experiment] csv", flag));
-    kept.push_back(read_kept(positions_path(e.csv), with_swept(positions_csv_header(), keys), "its -positions.csv", flag));
+    kept.push_back(read_kept(e.csv, with_swept(eval_header, keys), "[experiment] csv", flag));
+    if (!e.task)
+      kept.push_back(read_kept(positions_path(e.csv), with_swept(positions_csv_header(), keys), "its -positions.csv", flag));
     if (e.passkey_trials > 0)
       kept.push_back(read_kept(passkey_path(e.csv), with_swept(passkey_csv_header(), keys), "its -passkey.csv", flag));
     if (fs::exists(loss_path(e.csv)))
-      kept_loss = read_kept(loss_path(e.csv), with_swept(loss_curve_header(), keys), "its -loss.csv", flag);
+      kept_loss = read_kept(loss_path(e.csv), with_swept(loss_curve_header(e.task), keys), "its -loss.csv", flag);
   }
   // Per point, whether this call takes it through the workflow, and if not,
   // its kept rows of each CSV (eval, positions, passkey).
@@ -540,7 +593,7 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
   if (!csv_dir.empty()) fs::create_directories(csv_dir);
   OutputFiles files("experiment");
   files.output(e.csv, "[experiment] csv");
-  files.output(positions_path(e.csv), "[experiment] csv's -positions.csv");
+  if (!e.task) files.output(positions_path(e.csv), "[experiment] csv's -positions.csv");
   if (e.passkey_trials > 0) files.output(passkey_path(e.csv), "[experiment] csv's -passkey.csv");
   files.output(loss_path(e.csv), "[experiment] csv's -loss.csv");
   files.output(e.csv + ".json", "[experiment] csv's sidecar");
@@ -566,7 +619,7 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
     if (!reruns[i]) {
       const std::vector<std::string>& k = kept_rows[i];
       rows += k[0];
-      pos_rows += k[1];
+      if (!e.task) pos_rows += k[1];
       if (e.passkey_trials > 0) passkey_rows += k[2];
       // A kept run's loss curve from its own log, where its folder still
       // holds it, else as the existing -loss.csv has it (if at all).
@@ -595,12 +648,13 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
                     {"swept", values},
                     {"train_seconds_this_call", r->train_seconds}});
   }
-  files.set(positions_path(e.csv), with_swept(positions_csv_header(), keys) + pos_rows);
+  if (!e.task) files.set(positions_path(e.csv), with_swept(positions_csv_header(), keys) + pos_rows);
   if (e.passkey_trials > 0) files.set(passkey_path(e.csv), with_swept(passkey_csv_header(), keys) + passkey_rows);
-  files.set(e.csv, with_swept(eval_csv_header(), keys) + rows);
-  files.set(loss_path(e.csv), with_swept(loss_curve_header(), keys) + loss_rows);
+  files.set(e.csv, with_swept(eval_header, keys) + rows);
+  files.set(loss_path(e.csv), with_swept(loss_curve_header(e.task), keys) + loss_rows);
   nlohmann::json cfg = {{"command", "experiment"}, {"config", to_json(e.base)}, {"schemes", e.schemes},
                         {"seeds", e.seeds},         {"swept_keys", keys},       {"lengths", e.lengths},
+                        {"task_plan", e.task ? to_json(e.task_plan) : nlohmann::json()},
                         {"only", only},             {"new_runs", new_runs},
                         {"finished_only", finished_only},
                         {"runs", runs}};

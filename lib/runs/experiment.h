@@ -4,7 +4,10 @@
 //   [experiment] schemes = [...], seeds = [...], lengths = "1x,...",
 //                out = run directories' parent, csv = the combined CSV,
 //                passkey_trials (0: none), passkey_depths = [...],
-//                passkey_lengths = "1x,..." (default: lengths)
+//                passkey_lengths = "1x,..." (default: lengths);
+//                for runs of [data] task (runs/task_eval.h): task_p = [...]
+//                (flip-flop's further p at the training length),
+//                task_distances = [...], task_reads, task_distance_reads
 //   [experiment.sweep] key = [values...]: any [model] or [train] key but
 //                scheme and seed, each value crossed with the schemes, the
 //                seeds and the other swept keys (the last key varies fastest)
@@ -27,6 +30,7 @@
 
 #include "nn/backend.h"
 #include "runs/config.h"
+#include "runs/task_eval.h"
 
 namespace routelab::runs {
 
@@ -54,6 +58,12 @@ struct ExperimentConfig {
   // the perplexity lengths; empty means the same lengths.
   std::string passkey_lengths;
   std::vector<double> passkey_depths = {0, 0.25, 0.5, 0.75, 1};
+  // Runs of [data] task: every point trains on the task (a sweep may not mix
+  // tasks and corpora), is evaluated on these sets (`lengths` is the plan's;
+  // its default for a task is 1x..16x), and the CSV is task_csv_header's,
+  // with no -positions.csv and no passkeys.
+  bool task = false;
+  TaskEvalPlan task_plan;
   // Not read from the file (--by-arm): it orders the work, not the results.
   bool by_arm = false;
 };

@@ -79,7 +79,10 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
   for (double d : depths)
     if (!(d >= 0 && d <= 1)) throw ConfigError("--depths: each depth must be a fraction in [0, 1]");
   if (depths.empty()) throw ConfigError("--depths: name at least one fraction in [0, 1]");
-  load_run_dir_config(run_dir);  // a missing run is named before its outputs
+  if (load_run_dir_config(run_dir).is_task())  // a missing run is named before its outputs
+    throw ConfigError(fmt::format("{} was trained on a task; passkeys are planted in corpus text (routelab eval "
+                                  "asks a task run's own sets)",
+                                  run_dir));
   OutputFiles files("passkey");
   files.input(config_path(run_dir));
   files.input(checkpoint_path(run_dir));

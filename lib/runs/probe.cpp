@@ -569,6 +569,15 @@ std::string replace_run_rows(const std::string& kept, const std::vector<std::str
   return out;
 }
 
+// A task run's probe reads task sequences of its own law, laid end to end
+// (data::task_stream): window w of length L is sequence w, so every probed
+// row is a row of a real sequence of that length. Seed 1 and streams apart
+// from evaluation's sets (runs/task_eval.h draws below 2^60).
+constexpr int64_t kTaskPhaseWindows = 64;
+std::vector<uint8_t> task_probe_stream(const RunConfig& c, int64_t L, int64_t windows) {
+  return data::task_stream(c.task, L, windows, 1, (uint64_t(1) << 61) | (uint64_t(L) << 20));
+}
+
 }  // namespace
 
 std::string probe_runs(const ProbeOptions& o) {
@@ -627,12 +636,19 @@ std::string probe_runs(const ProbeOptions& o) {
     TrainedRun run = load_trained_run(dir, o.lengths);
     const RunConfig& c = run.config;
     nn::Model<float>& model = *run.model;
-    const std::vector<uint8_t>& val = run.corpus.val;
+    // A task run reads the task's own sequences (task_probe_stream), a corpus
+    // run its validation stream.
+    const std::vector<uint8_t> task_val =
+        c.is_task() ? task_probe_stream(c, c.model.context, kTaskPhaseWindows) : std::vector<uint8_t>{};
+    const std::vector<uint8_t>& val = c.is_task() ? task_val : run.corpus.val;
     const int64_t W = o.window ? o.window : c.model.context / 4;
     const int H = c.model.heads, layers = c.model.layers;
     const std::string key = fmt::format("{},{},{},{}", csv_field(dir), c.model.scheme, c.train.seed, c.model.context);
     nlohmann::json per_length = nlohmann::json::array();
     for (int64_t L : run.lengths) {
+      const std::vector<uint8_t> task_windows =
+          c.is_task() ? task_probe_stream(c, L, o.max_windows) : std::vector<uint8_t>{};
+      const std::vector<uint8_t>& val = c.is_task() ? task_windows : run.corpus.val;
       if (int64_t(val.size()) < L + 1)
         throw ConfigError(fmt::format("--lengths: {} is longer than the validation stream of {} ({} bytes)", L, dir,
                                       val.size()));

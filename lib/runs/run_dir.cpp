@@ -119,8 +119,13 @@ void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::st
   for (auto* j : {&want, &have}) {
     (*j)["train"].erase("checkpoint_every");
     (*j)["train"].erase("log_every");
-    j->erase("data");
+    if (j->contains("data")) (*j)["data"].erase("corpus");  // where the corpus lives; a task is the run's data
   }
+  // A task's parameters that its task (or the corpus) does not read.
+  const std::string task = want["data"].value("task", "");
+  for (auto* j : {&want, &have})
+    for (const char* key : {"flipflop_p", "recall_keys", "recall_values", "recall_query"})
+      if (!data::task_reads(task, key) && j->contains("data")) (*j)["data"].erase(key);
   // Checkpoints written before a key existed had the value it was added with.
   // Not from_json's defaults: a default may change later (learned_init did).
   static const struct {
@@ -132,9 +137,14 @@ void require_same_config(const Checkpoint& ck, const RunConfig& c, const std::st
       {"model", "learned_shared", false},
       {"train", "passkey_fraction", 0.0},  // issue 35
       {"train", "data_seed", 0},
+      {"data", "task", ""},  // issue 51
+      {"data", "flipflop_p", 0.8},
+      {"data", "recall_keys", 16},
+      {"data", "recall_values", 10},
+      {"data", "recall_query", 0.25},
   };
   for (const auto& a : added_keys)
-    if (have.contains(a.section) && !have[a.section].contains(a.key)) have[a.section][a.key] = a.before;
+    if (!have[a.section].contains(a.key) && want[a.section].contains(a.key)) have[a.section][a.key] = a.before;
   const std::string d = first_difference(have, want, "");
   if (!d.empty())
     throw CheckpointError(

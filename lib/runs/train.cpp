@@ -31,24 +31,29 @@ namespace fs = std::filesystem;
 
 std::string train_log_path(const std::string& dir) { return (fs::path(dir) / "train.csv").string(); }
 
-std::string loss_curve_header() { return "scheme,seed,step,loss\n"; }
+std::string loss_curve_header(bool task) { return task ? "scheme,seed,step,loss,read_error\n" : "scheme,seed,step,loss\n"; }
 std::string loss_curve_rows(const std::string& train_csv, const std::string& scheme, uint64_t seed) {
   if (train_csv.empty()) return "";
   const CsvTable log = parse_csv(train_csv, "train.csv");
   const int c_step = log.column("step"), c_loss = log.column("loss");
+  const int c_read = log.column("read_error");
+  const bool task = c_read >= 0;
   std::string out;
-  double sum = 0;
+  double sum = 0, read_sum = 0;
   int n = 0, block = 1;
   auto flush = [&] {
-    if (n > 0) out += fmt::format("{},{},{},{}\n", scheme, seed, block * kLossBlock, format_number(sum / n));
-    sum = 0, n = 0;
+    if (n > 0)
+      out += fmt::format("{},{},{},{}{}\n", scheme, seed, block * kLossBlock, format_number(sum / n),
+                         task ? "," + format_number(read_sum / n) : "");
+    sum = 0, read_sum = 0, n = 0;
   };
   for (const auto& row : log.rows) {
     const auto step = parse_integer(row[c_step]);
     const auto loss = parse_finite(row[c_loss]);
-    if (!step || !loss) continue;
+    const auto read = task ? parse_finite(row[c_read]) : std::optional<double>(0);
+    if (!step || !loss || !read) continue;
     while (*step > block * kLossBlock) flush(), ++block;
-    sum += *loss, ++n;
+    sum += *loss, read_sum += *read, ++n;
   }
   flush();
   return out;
@@ -58,6 +63,7 @@ std::string loss_curve_rows(const std::string& train_csv, const std::string& sch
 namespace {
 
 constexpr const char* kLogHeader = "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n";
+constexpr const char* kTaskLogHeader = "step,loss,read_error,lr,grad_norm,tokens_per_s,elapsed_s\n";
 
 // The rows of an earlier train.csv up to `step` (they end with '\n').
 std::string log_rows_up_to(const std::string& path, int step) {
@@ -82,6 +88,10 @@ bool same_run(const RunConfig& a, const RunConfig& b) {
   x.train.checkpoint_every = y.train.checkpoint_every;
   x.train.log_every = y.train.log_every;
   x.corpus = y.corpus;
+  // Parameters the run's task does not read.
+  if (!data::task_reads(x.task.name, "flipflop_p")) x.task.p = y.task.p;
+  if (!data::task_reads(x.task.name, "recall_keys"))
+    x.task.keys = y.task.keys, x.task.values = y.task.values, x.task.query = y.task.query;
   return x == y;
 }
 
@@ -108,6 +118,21 @@ void training_batch(const std::vector<uint8_t>& stream, int T, int first_b, int 
   }
 }
 
+std::vector<std::vector<data::TaskRead>> task_training_batch(const data::TaskConfig& task, int T, int first_b, int B,
+                                                             uint64_t seed, int step, int* tokens, int* targets) {
+  std::vector<std::vector<data::TaskRead>> reads(B);
+  for (int b = 0; b < B; ++b) {
+    const data::TaskSequence s =
+        data::task_sequence(task, T, seed, nn::batch_stream(uint64_t(step), uint64_t(first_b + b)));
+    for (int t = 0; t < T; ++t) {
+      tokens[int64_t(b) * T + t] = s.bytes[t];
+      targets[int64_t(b) * T + t] = s.bytes[t + 1];
+    }
+    reads[b] = s.reads;
+  }
+  return reads;
+}
+
 TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
   const auto start_time = std::chrono::steady_clock::now();
   const std::string& dir = opt.run_dir;
@@ -128,7 +153,8 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
       throw RunDirError(fmt::format("{} holds a run of another configuration; start a new run directory", dir));
     }
   }
-  const data::Corpus corpus = data::load_corpus(c.corpus);
+  // A task generates its data; a corpus is read (and checked) from its folder.
+  const data::Corpus corpus = c.is_task() ? data::Corpus{} : data::load_corpus(c.corpus);
   const int T = c.model.context, B = c.train.batch;
   // Data parallel under mpirun: rank r takes elements r B/n .. (r+1) B/n - 1 of
   // every batch, and the mean of the ranks' gradients is the batch's gradient.
@@ -138,7 +164,7 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
                                   ranks, ranks));
   const int local_B = B / ranks, first_b = dist::rank() * local_B;
   const bool root = dist::is_root();
-  if (corpus.train.size() < std::size_t(T) + 2)
+  if (!c.is_task() && corpus.train.size() < std::size_t(T) + 2)
     throw data::CorpusError(fmt::format("corpus {}: the training stream ({} bytes) is shorter than one window of {}",
                                         c.corpus, corpus.train.size(), T + 1));
 
@@ -169,13 +195,34 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
   const bool progress = opt.progress && root;
   const bool tty = progress && isatty(2);
   std::vector<int> tokens(std::size_t(local_B) * T), targets(tokens.size());
+  std::vector<std::vector<data::TaskRead>> reads;
   double last_loss = 0, last_report = 0;
   const auto loop_start = std::chrono::steady_clock::now();
   for (int step = summary.start_step; step < c.train.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
-    training_batch(corpus.train, T, first_b, local_B, c.train.batch_seed(), step, tokens.data(), targets.data(),
-                   c.train.passkey_fraction);
+    if (c.is_task())
+      reads = task_training_batch(c.task, T, first_b, local_B, c.train.batch_seed(), step, tokens.data(),
+                                  targets.data());
+    else
+      training_batch(corpus.train, T, first_b, local_B, c.train.batch_seed(), step, tokens.data(), targets.data(),
+                     c.train.passkey_fraction);
     last_loss = model->forward(tokens.data(), targets.data(), local_B, T, uint64_t(step), true, first_b);
+    const int done = step + 1;
+    const bool logged = done % c.train.log_every == 0 || done == c.train.steps;
+    // The batch's reads, scored before the update (train.h); summed over ranks.
+    double read_error = 0;
+    if (c.is_task() && logged) {
+      const float* logits = model->logits();
+      double counts[2] = {0, 0};  // errors, reads
+      for (int b = 0; b < local_B; ++b)
+        for (const data::TaskRead& r : reads[b]) {
+          const float* row = logits + (int64_t(b) * T + r.at) * c.model.vocab;
+          counts[0] += int(std::max_element(row, row + c.model.vocab) - row) != targets[int64_t(b) * T + r.at];
+          counts[1] += 1;
+        }
+      const double errors = dist::mean_over_ranks(counts[0]), total = dist::mean_over_ranks(counts[1]);
+      read_error = total > 0 ? errors / total : 0;
+    }
     model->backward();
     model->mean_grads_over_ranks();
     last_loss = dist::mean_over_ranks(last_loss);
@@ -186,9 +233,9 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
     const auto t1 = std::chrono::steady_clock::now();
     const double step_s = std::chrono::duration<double>(t1 - t0).count();
     const double run_s = std::chrono::duration<double>(t1 - loop_start).count();
-    const int done = step + 1;
-    if (done % c.train.log_every == 0 || done == c.train.steps)
-      log_rows += fmt::format("{},{},{},{},{},{}\n", done, format_number(last_loss), format_number(lr),
+    if (logged)
+      log_rows += fmt::format("{},{}{},{},{},{},{}\n", done, format_number(last_loss),
+                              c.is_task() ? "," + format_number(read_error) : "", format_number(lr),
                               format_number(norm), format_number(B * T / step_s),
                               format_number(elapsed_before + run_s));
     if (progress && (tty || run_s - last_report > 30 || done == c.train.steps)) {
@@ -200,7 +247,7 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
     }
     if (root && (done % c.train.checkpoint_every == 0 || done == c.train.steps)) {
       // The log first: rows past the checkpoint are dropped on resume.
-      write_file_atomic(train_log_path(dir), kLogHeader + log_rows);
+      write_file_atomic(train_log_path(dir), (c.is_task() ? kTaskLogHeader : kLogHeader) + log_rows);
       save_checkpoint(checkpoint_path(dir), c, done, model->params(), model->optimizer());
     }
     if (opt.on_step) opt.on_step(done, c.train.steps, last_loss);

@@ -4,7 +4,9 @@
 // a run resumed from any checkpoint reaches the same final weights as one that
 // never stopped.
 // It writes the run directory (runs/run_dir.h): config.toml, checkpoint.bin
-// and train.csv (step, loss, lr, grad_norm, tokens_per_s, elapsed_s).
+// and train.csv (step, loss, lr, grad_norm, tokens_per_s, elapsed_s; a task
+// run also read_error after loss: the logged step's batch, scored before its
+// update).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "data/task.h"
 #include "nn/backend.h"
 #include "runs/config.h"
 #include "runs/run_dir.h"
@@ -46,6 +49,15 @@ struct TrainSummary {
 void training_batch(const std::vector<uint8_t>& stream, int T, int first_b, int B, uint64_t seed, int step,
                     int* tokens, int* targets, double passkey_fraction = 0);
 
+// The same for a run of [data] task: element b of step s is a fresh sequence
+// of the task, read from its start (kTaskStart), drawn from the stream
+// (seed, batch_stream(s, b)), so no read's source lies before the window.
+// Returns each element's reads (positions in its window), so the log can
+// score the batch before the model learns from it: every batch is fresh, so
+// its read error is the in-distribution error of the model at that step.
+std::vector<std::vector<data::TaskRead>> task_training_batch(const data::TaskConfig& task, int T, int first_b, int B,
+                                                             uint64_t seed, int step, int* tokens, int* targets);
+
 TrainSummary train_run(const RunConfig& c, const TrainOptions& opt);
 
 // DIR/train.csv, the run's log.
@@ -54,10 +66,11 @@ std::string train_log_path(const std::string& dir);
 // The training loss of one run in blocks of kLossBlock steps: the mean of the
 // losses its train.csv logged inside each block (the timing columns vary
 // between machines, the losses do not), so convergence can be judged from a
-// committed CSV. Columns: scheme, seed, step (the block's last), loss. An
+// committed CSV. Columns: scheme, seed, step (the block's last), loss, and
+// for a task run read_error (the mean of the block's logged read errors). An
 // empty log gives no rows.
 inline constexpr int kLossBlock = 100;
-std::string loss_curve_header();
+std::string loss_curve_header(bool task = false);
 std::string loss_curve_rows(const std::string& train_csv, const std::string& scheme, uint64_t seed);
 
 }  // namespace routelab::runs

@@ -10,7 +10,9 @@ by pybind11 from the same CMake build), and routelab.torch, attention modules fo
 docs/python.md walks through it. routelab.torch needs only PyTorch: it imports without the compiled module.
 """
 import json as _json
+import numbers as _numbers
 import os as _os
+import re as _re
 
 try:
     from . import _routelab as _core
@@ -19,47 +21,181 @@ except ImportError as _e:  # routelab.torch still works: it does not need the co
     _import_error = _e
 
 __all__ = ["sim", "sim_frame", "sims", "sim_help", "families", "family_flags", "step_law", "StepLaw",
-           "mixing_window", "train", "load_run", "Run", "frame", "__version__"]
+           "mixing_window", "train", "load_run", "Run", "frame", "git_revision", "__version__"]
+_FROM_CORE = ("families", "family_flags", "mixing_window", "sims", "sim_help", "__version__", "git_revision")
 
 
 def _need_core():
     if _core is None:
         raise ImportError(f"routelab's compiled module is missing ({_import_error}); build with ROUTELAB_PYTHON=ON "
-                          "and put build/python (or the installed dist-packages) on PYTHONPATH")
+                          "and put build/python (or the installed dist-packages) on PYTHONPATH, or pip install it "
+                          "(docs/python.md)")
     return _core
 
 
 def __getattr__(name):
-    if name in ("families", "family_flags", "mixing_window", "sims", "sim_help", "StepLaw", "__version__",
-                "git_revision"):
+    if name in _FROM_CORE:
         return getattr(_need_core(), name)
+    if name == "torch":  # routelab.torch without its own import line
+        import importlib
+        return importlib.import_module(".torch", __name__)
     raise AttributeError(f"module 'routelab' has no attribute '{name}'")
 
 
-def _scalar_text(v):
-    if isinstance(v, bool):
+def __dir__():
+    """Every public name, those the compiled module lends included, and the routelab.torch subpackage."""
+    return sorted(set(globals()) | set(__all__) | {"torch"})
+
+
+# ---- keyword arguments as the CLI's flag text, and the CLI's refusals in Python's words ----
+
+# Flags that are switches: in Python they are True or False.
+_SWITCHES = {"resume", "losses", "update", "new", "finished", "quiet", "progress"}
+
+
+def _python_words(message, given=None, names=None):
+    """A refusal of the library, which names the CLI's flags (--rope-base, --resume), in Python's words: the
+    keyword (rope_base=, resume=True; `names` maps a flag to another argument, sim's --sim to name=); a message
+    that opens with a flag opens with what was passed for it (d=4.0: ...)."""
+    given, names = given or {}, names or {}
+
+    def python_name(flag):
+        return names.get(flag, flag.replace("-", "_"))
+
+    def keyword(m):
+        name = python_name(m.group(1))
+        return f"{name}=True" if name in _SWITCHES else f"{name}="
+    head = _re.match(r"--([a-z][a-z0-9-]*): ", message)
+    if head and python_name(head.group(1)) in given:
+        name = python_name(head.group(1))
+        message = f"{name}={given[name]!r}: " + message[head.end():]
+    for flag in set(_re.findall(r"--([a-z][a-z0-9-]*) ", message)):  # "--out DIR": what was passed, as passed
+        name = python_name(flag)
+        if name in given and isinstance(given[name], (str, _os.PathLike)):
+            message = message.replace(f"--{flag} {_os.fspath(given[name])}", f"{name}={given[name]!r}")
+    return _re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)", keyword, message)
+
+
+class _PythonWords:
+    """with _PythonWords(kwargs): the library's ValueError raised again in Python's words (_python_words)."""
+
+    def __init__(self, given=None, names=None):
+        self.given, self.names = given, names
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        if kind is ValueError:
+            raise ValueError(_python_words(str(error), self.given, self.names)) from None
+        return False
+
+
+def _scalar_text(key, v):
+    """One value as the CLI reads it: bools as true/false, integers (numpy's too) in decimal, other reals in their
+    shortest round-trip text, strings and paths as they are."""
+    if isinstance(v, bool) or type(v).__name__ == "bool_":
         return "true" if v else "false"
     if isinstance(v, str):
         return v
-    if hasattr(v, "is_integer") and not isinstance(v, int):  # floats, numpy floats: shortest round trip
+    if isinstance(v, _os.PathLike):
+        return _os.fspath(v)
+    if isinstance(v, _numbers.Integral):
+        return str(int(v))
+    if isinstance(v, _numbers.Real):
         return repr(float(v))
-    return str(int(v)) if hasattr(v, "__index__") else str(v)
+    if getattr(v, "ndim", None) == 0 and hasattr(v, "item"):  # a 0-d array
+        return _scalar_text(key, v.item())
+    raise TypeError(f"{key}={v!r}: a number, a string or a bool (a list of them sweeps), not {type(v).__name__}")
 
 
-def _flag_text(flag, v):
-    """A keyword argument as the CLI would have it typed: lists (a sweep) comma-joined; for a list-valued flag
-    (lambdas) a list of lists is a sweep joined with ';'."""
-    if isinstance(v, (list, tuple)) or (hasattr(v, "ndim") and getattr(v, "ndim", 0) == 1):
-        items = list(v)
-        if items and isinstance(items[0], (list, tuple)):
-            return ";".join(",".join(_scalar_text(x) for x in item) for item in items)
-        return ",".join(_scalar_text(x) for x in items)
-    return _scalar_text(v)
+def _is_list(v):
+    """A list, tuple, range, 1-d array or pandas Series/Index: values in order."""
+    return isinstance(v, (list, tuple, range)) or (getattr(v, "ndim", None) == 1 and hasattr(v, "__iter__"))
+
+
+def _list_valued():
+    """The flags whose one value is a list (--lambdas); a list of lists sweeps them."""
+    core = _need_core()
+    flags = core.family_flags() + [f for s in core.sims() for f in s["flags"]]
+    return {f["name"] for f in flags if f["list_valued"]}
+
+
+def _flag_text(key, v, list_valued=False):
+    """A keyword argument as the CLI would have it typed: a list sweeps (comma-joined); a list-valued flag takes
+    one list, and a list of lists sweeps it (';'-joined). None, sets, dicts, lists of lists elsewhere and
+    arrays of more than one axis are refused (TypeError) before any work."""
+    if v is None:
+        raise TypeError(f"{key}=None: give a value, or leave {key} out for its default")
+    if isinstance(v, (set, frozenset, dict)):
+        raise TypeError(f"{key}={v!r}: a {type(v).__name__} is not accepted; a value, or a list of values to sweep")
+    if getattr(v, "ndim", 0) > 1:
+        raise TypeError(f"{key}: an array of {v.ndim} axes is not accepted; a value, or a list of values to sweep")
+    if not _is_list(v):
+        return _scalar_text(key, v)
+    items = list(v)
+    if not items:
+        raise ValueError(f"{key}=[]: an empty list sweeps nothing; give at least one value")
+    nested = [_is_list(x) for x in items]
+    if any(nested):
+        if not list_valued or not all(nested):
+            raise TypeError(f"{key}={v!r}: a list of lists is not accepted here; "
+                            + ("a list of lists (one list per point) sweeps it" if list_valued else
+                               "a value, or a list of values to sweep"))
+        return ";".join(",".join(_scalar_text(key, x) for x in item) for item in items)
+    return ",".join(_scalar_text(key, x) for x in items)
 
 
 def _flags(kwargs):
     # Python names cannot hold '-': rope_base is --rope-base.
-    return [(k.replace("_", "-"), _flag_text(k, v)) for k, v in kwargs.items() if v is not None]
+    lists = _list_valued()
+    return [(k.replace("_", "-"), _flag_text(k, v, k in lists)) for k, v in kwargs.items()]
+
+
+def _int_arg(key, v, lo=None):
+    """An integer argument (numpy's too), or a TypeError naming the keyword."""
+    if isinstance(v, bool) or not isinstance(v, _numbers.Integral):
+        raise TypeError(f"{key}={v!r}: an integer, not {type(v).__name__}")
+    v = int(v)
+    if lo is not None and v < lo:
+        raise ValueError(f"{key}={v}: at least {lo}")
+    return v
+
+
+def _real_arg(key, v):
+    if isinstance(v, bool) or not isinstance(v, _numbers.Real):
+        raise TypeError(f"{key}={v!r}: a number, not {type(v).__name__}")
+    return float(v)
+
+
+def _bool_arg(key, v):
+    if not (isinstance(v, bool) or type(v).__name__ == "bool_"):
+        raise TypeError(f"{key}={v!r}: True or False, not {type(v).__name__}")
+    return bool(v)
+
+
+def _path_arg(key, v):
+    if not isinstance(v, (str, _os.PathLike)):
+        raise TypeError(f"{key}={v!r}: a path (str or os.PathLike), not {type(v).__name__}")
+    return _os.fspath(v)
+
+
+def _int_list(key, v):
+    if not _is_list(v):
+        raise TypeError(f"{key}={v!r}: a list of integers, not {type(v).__name__}")
+    return [_int_arg(key, x) for x in v]
+
+
+def _real_list(key, v):
+    if not _is_list(v):
+        raise TypeError(f"{key}={v!r}: a list of numbers, not {type(v).__name__}")
+    return [_real_arg(key, x) for x in v]
+
+
+def _callable_arg(key, v):
+    if v is not None and not callable(v):
+        raise TypeError(f"{key}={v!r}: a function (or None), not {type(v).__name__}")
+    return v
 
 
 def sim(name, *, progress=None, **flags):
@@ -68,15 +204,21 @@ def sim(name, *, progress=None, **flags):
     doubles the simulation computed, handed over without a copy, the CSV's numbers bit for bit; empty cells
     are NaN), int64 for a flag's column that holds integers only, float64 for other numbers, str for text.
 
-    Keyword arguments are the CLI's flags (rope_base for --rope-base); a list sweeps a flag as a comma list
-    does; samples, seed, threads, out (a CSV file plus its FILE.json sidecar, written whole) and shard as in
-    the CLI. The same seed gives the same numbers as the CLI at any thread count. Bad flags raise ValueError
-    with the CLI's one-line message before any work, and nothing is written. progress(done, total) is called
-    after each parameter point; Ctrl-C stops between points (KeyboardInterrupt).
+    Keyword arguments are the CLI's flags (rope_base for --rope-base): numbers (numpy's too), strings, bools;
+    a list (or a 1-d array, a pandas Series) sweeps a flag as a comma list does, and for a list-valued flag
+    (lambdas) a list of lists does; samples, seed, threads, out (a CSV file plus its FILE.json sidecar, written
+    whole) and shard as in the CLI. The same seed gives the same numbers as the CLI at any thread count. Bad
+    flags raise ValueError with the CLI's one line in Python's words (the keyword, not the flag) before any
+    work, and nothing is written; None, sets and lists of lists elsewhere raise TypeError. progress(done,
+    total) is called after each parameter point; Ctrl-C stops between points (KeyboardInterrupt).
 
     Every simulation and its flags:
     """
-    return _need_core()._sim(name, _flags(flags), progress)
+    if not isinstance(name, str):
+        raise TypeError(f"name={name!r}: a simulation's name (routelab.sims()), not {type(name).__name__}")
+    args = _flags(flags)
+    with _PythonWords({**flags, "name": name}, {"sim": "name"}):
+        return _need_core()._sim(name, args, _callable_arg("progress", progress))
 
 
 def frame(columns):
@@ -90,36 +232,87 @@ def sim_frame(name, *, progress=None, **flags):
     return frame(sim(name, progress=progress, **flags))
 
 
+class StepLaw:
+    """One step law of the registry at one parameter point (routelab.step_law): family, d, params, determinant,
+    haar_limit, closed_forms, gap, mean, second_moment (the compiled StepLaw's), products() and scores()."""
+
+    def __init__(self, law):
+        self._law = law
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._law, name)
+
+    def __dir__(self):
+        return sorted(set(dir(type(self))) | {n for n in dir(self._law) if not n.startswith("_")})
+
+    def __repr__(self):
+        return f"routelab.StepLaw(family={self.family!r}, d={self.d}, params={self.params})"
+
+    def products(self, lengths, samples, seed=1, threads=0):
+        """P_n = M_n ... M_1 at each walk length n of `lengths` (ascending), for `samples` walks: an array
+        (samples, len(lengths), d, d). Walk i reads Philox stream i of `seed` (a simulation's point 0), so the
+        numbers do not depend on `threads` (0: all cores)."""
+        args = (_int_list("lengths", lengths), _int_arg("samples", samples), _int_arg("seed", seed, 0),
+                _int_arg("threads", threads))
+        with _PythonWords({"lengths": lengths, "samples": samples, "threads": threads}):
+            return self._law.products(*args)
+
+    def scores(self, n, samples, seed=1, q=None, k=None, threads=0):
+        """Scores q^T P_t k for t = 1..n of `samples` walks (q = k = e_1 unless given): an array (samples, n);
+        walk i reads stream i of `seed`."""
+        args = (_int_arg("n", n), _int_arg("samples", samples), _int_arg("seed", seed, 0),
+                None if q is None else _real_list("q", q), None if k is None else _real_list("k", k),
+                _int_arg("threads", threads))
+        with _PythonWords({"n": n, "samples": samples, "threads": threads}):
+            return self._law.scores(*args)
+
+
 def step_law(family, **flags):
     """One step law of the registry (`routelab families`): family name and its flags as keyword arguments
     (d=8, a=1.0, ...); the rest at their defaults. A StepLaw: gap, mean, second_moment, closed_forms,
     determinant, haar_limit, products(lengths, samples, seed), scores(n, samples, seed, q, k)."""
-    return _need_core()._step_law(family, _flags(flags))
+    if not isinstance(family, str):
+        raise TypeError(f"family={family!r}: a family's name (routelab.families()), not {type(family).__name__}")
+    lists = _list_valued()
+    for k, v in flags.items():
+        if _is_list(v) and k not in lists:
+            raise TypeError(f"{k}={v!r}: one step law takes one value per flag (routelab.sim sweeps lists)")
+    args = [(k.replace("_", "-"), _flag_text(k, v)) for k, v in flags.items()]  # a list-valued flag's one list
+    with _PythonWords(flags):
+        return StepLaw(_need_core()._step_law(family, args))
 
 
-def _toml_value(v):
-    if isinstance(v, bool):
+def _toml_value(key, v):
+    if isinstance(v, bool) or type(v).__name__ == "bool_":
         return "true" if v else "false"
     if isinstance(v, str):
         return _json.dumps(v)  # a TOML basic string
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, float) or (hasattr(v, "is_integer") and not isinstance(v, int)):
+    if isinstance(v, _os.PathLike):
+        return _json.dumps(_os.fspath(v))
+    if _is_list(v):
+        return "[" + ", ".join(_toml_value(key, x) for x in v) + "]"
+    if isinstance(v, _numbers.Integral):
+        return str(int(v))
+    if isinstance(v, _numbers.Real):
         return repr(float(v))
-    return str(v)
+    raise TypeError(f"config {key} = {v!r}: a number, a string, a bool or a list of them, not {type(v).__name__}")
 
 
 def _toml_text(config, prefix=""):
     """A dict of tables ({"model": {...}, "train": {...}}) as TOML text."""
     lines, tables = [], []
     for k, v in config.items():
-        if isinstance(v, dict):
-            tables.append((k, v))
-        else:
-            lines.append(f"{k} = {_toml_value(v)}")
-    text = "\n".join(lines) + ("\n" if lines else "")
-    for k, v in tables:
+        if not isinstance(k, str):
+            raise TypeError(f"config key {k!r}: a string")
         name = f"{prefix}.{k}" if prefix else k
+        if isinstance(v, dict):
+            tables.append((name, v))
+        else:
+            lines.append(f"{k} = {_toml_value(f'[{prefix}] {k}' if prefix else k, v)}")
+    text = "\n".join(lines) + ("\n" if lines else "")
+    for name, v in tables:
         text += f"[{name}]\n" + _toml_text(v, name)
     return text
 
@@ -127,13 +320,22 @@ def _toml_text(config, prefix=""):
 def train(config, out, *, resume=False, threads=0, progress=None):
     """Trains a run as `routelab train --config FILE --out OUT` does and returns it (a Run). `config` is a TOML
     path or a dict of its tables ({"model": {...}, "train": {...}, "data": {...}}), every key checked as in a
-    file. progress(step, steps, loss) is called after every step; Ctrl-C stops training (KeyboardInterrupt),
-    and the run keeps its last checkpoint (resume=True continues from it). threads: 0 for every core."""
+    file; numbers may be numpy's. A relative corpus path is read from the working directory (os.getcwd()), and
+    a corpus that is not there is named by its absolute path. progress(step, steps, loss) is called after
+    every step; Ctrl-C stops training (KeyboardInterrupt), and the run keeps its last checkpoint
+    (resume=True continues from it). threads: 0 for every core."""
     core = _need_core()
+    given = {"out": out, "resume": resume, "threads": threads}
+    args = (_path_arg("out", out), _bool_arg("resume", resume), _int_arg("threads", threads),
+            _callable_arg("progress", progress))
     if isinstance(config, dict):
-        core._train(_toml_text(config), True, _os.fspath(out), resume, threads, progress)
+        text = _toml_text(config)
+        with _PythonWords(given):
+            core._train(text, True, *args)
     else:
-        core._train(_os.fspath(config), False, _os.fspath(out), resume, threads, progress)
+        path = _path_arg("config", config)
+        with _PythonWords(given):
+            core._train(path, False, *args)
     return Run(out)
 
 
@@ -142,13 +344,19 @@ def load_run(path):
     return Run(path)
 
 
+def _lengths_text(lengths):
+    """"1x,4x,128", or a list of lengths ("4x", 128) as that text."""
+    return _flag_text("lengths", lengths)
+
+
 class Run:
     """A trained run: its configuration (a dict of [model], [train], [data]), the checkpoint's step and
     parameters (the flat float32 buffer), and the commands that read it."""
 
     def __init__(self, path):
-        self.path = _os.fspath(path)
-        info = _need_core()._run_info(self.path)
+        self.path = _path_arg("path", path)
+        with _PythonWords():
+            info = _need_core()._run_info(self.path)
         self.config, self.step, self.params = info["config"], info["step"], info["params"]
 
     @property
@@ -163,7 +371,10 @@ class Run:
         columns eval_len, windows, tokens, bits_per_byte, ppl; "positions": the position bins; with losses=True
         "losses": {L: array (windows, L) of every position's loss in nats}}. progress(done, total) after each
         length; Ctrl-C stops it after any forward pass (KeyboardInterrupt)."""
-        return _need_core()._evaluate(self.path, _flag_text("lengths", lengths), losses, threads, progress)
+        args = (_lengths_text(lengths), _bool_arg("losses", losses), _int_arg("threads", threads),
+                _callable_arg("progress", progress))
+        with _PythonWords({"lengths": lengths, "threads": threads}):
+            return _need_core()._evaluate(self.path, *args)
 
     def probe(self, lengths="1x,2x,4x,8x,16x,32x,64x", *, window=0, max_windows=4, eps=0.05, csv=None, threads=0,
               progress=None):
@@ -172,24 +383,31 @@ class Run:
         CLI does (csv, default RUN/probe.csv, and its -angles, -phases and .json companions). progress(done,
         total) after each length and after the phase statistics; Ctrl-C stops it after any forward pass
         (KeyboardInterrupt), and then no file is written."""
-        csv = csv or _os.path.join(self.path, "probe.csv")
-        return _need_core()._probe([self.path], _flag_text("lengths", lengths), window, max_windows, eps,
-                                   _os.fspath(csv), threads, progress)
+        csv = _os.path.join(self.path, "probe.csv") if csv is None else _path_arg("csv", csv)
+        args = (_lengths_text(lengths), _int_arg("window", window), _int_arg("max_windows", max_windows),
+                _real_arg("eps", eps), csv, _int_arg("threads", threads), _callable_arg("progress", progress))
+        with _PythonWords({"lengths": lengths, "window": window, "max_windows": max_windows, "eps": eps,
+                           "threads": threads}):
+            return _need_core()._probe([self.path], *args)
 
     def passkey(self, lengths="1x,2x,4x,8x,16x,32x,64x", *, depths=(0, 0.25, 0.5, 0.75, 1), trials=20, seed=1,
                 out=None, threads=0, progress=None):
         """`routelab passkey`: retrieval accuracy per length and depth (columns as its CSV; written to out,
         default RUN/passkey.csv). progress(done, total) after each length and depth; Ctrl-C stops it after any
         forward pass (KeyboardInterrupt), and then no file is written."""
-        out = out or _os.path.join(self.path, "passkey.csv")
-        return _need_core()._passkey(self.path, _flag_text("lengths", lengths), [float(d) for d in depths], trials,
-                                     seed, _os.fspath(out), threads, progress)
+        out = _os.path.join(self.path, "passkey.csv") if out is None else _path_arg("out", out)
+        args = (_lengths_text(lengths), _real_list("depths", depths), _int_arg("trials", trials),
+                _int_arg("seed", seed, 0), out, _int_arg("threads", threads), _callable_arg("progress", progress))
+        with _PythonWords({"lengths": lengths, "depths": depths, "trials": trials, "threads": threads}):
+            return _need_core()._passkey(self.path, *args)
 
     def export(self, out):
         """`routelab export`: the weights as a .safetensors file (docs/export.md), which
         routelab.torch.from_safetensors loads."""
-        _need_core()._export(self.path, _os.fspath(out))
-        return _os.fspath(out)
+        path = _path_arg("out", out)
+        with _PythonWords({"out": out}):
+            _need_core()._export(self.path, path)
+        return path
 
 
 def _document_sims():

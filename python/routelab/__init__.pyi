@@ -6,7 +6,6 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 from numpy.typing import NDArray
 
-from ._routelab import StepLaw as StepLaw
 from ._routelab import families as families
 from ._routelab import family_flags as family_flags
 from ._routelab import git_revision as git_revision
@@ -26,6 +25,22 @@ def sim(name: str, *, progress: _Progress = None, **flags: Any) -> _Columns: ...
 def frame(columns: Mapping[str, Any]) -> Any: ...  # a pandas.DataFrame
 def sim_frame(name: str, *, progress: _Progress = None, **flags: Any) -> Any: ...  # a pandas.DataFrame
 def step_law(family: str, **flags: Any) -> StepLaw: ...
+
+class StepLaw:  # the compiled StepLaw's properties (see _routelab.pyi), its walks' arguments checked in Python
+    family: str
+    d: int
+    params: Dict[str, str]
+    determinant: str
+    haar_limit: str
+    closed_forms: str
+    gap: Optional[float]
+    mean: Optional[NDArray[np.float64]]
+    second_moment: Optional[NDArray[np.float64]]
+    def __init__(self, law: Any) -> None: ...
+    def products(self, lengths: Sequence[int], samples: int, seed: int = 1,
+                 threads: int = 0) -> NDArray[np.float64]: ...
+    def scores(self, n: int, samples: int, seed: int = 1, q: Optional[Sequence[float]] = None,
+               k: Optional[Sequence[float]] = None, threads: int = 0) -> NDArray[np.float64]: ...
 def train(config: Union[_Path, Mapping[str, Any]], out: _Path, *, resume: bool = False, threads: int = 0,
           progress: Optional[Callable[[int, int, float], Any]] = None) -> Run: ...
 def load_run(path: _Path) -> Run: ...

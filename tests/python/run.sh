@@ -13,7 +13,7 @@ py=${PY:-/usr/bin/python3}
 [ -x "$py" ] || py=python3
 for m in $(echo "$needs" | tr , ' '); do
   if ! PYTHONPATH="$dir" "$py" -c "import $m" 2>/dev/null; then
-    echo "SKIP: $py cannot import $m (scripts/setup.sh installs numpy and pandas, scripts/setup-bench.sh python3-torch)"
+    echo "SKIP: $py cannot import $m (scripts/setup.sh installs it from Debian's packages)"
     exit 77
   fi
 done

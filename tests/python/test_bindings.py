@@ -111,6 +111,54 @@ class Simulations(unittest.TestCase):
         self.assertEqual(gap["theory"].dtype, np.float64)
         self.assertEqual(gap["d"].dtype, np.int64)
 
+    def test_numpy_integers_and_arrays_are_the_numbers_they_hold(self):
+        import pandas as pd
+        want = routelab.sim("spectral-gap", family="householder", d=[2, 4, 6, 8], samples=200, seed=3)
+        for d in (np.arange(2, 10, 2), pd.Series([2, 4, 4, 6, 8]).unique(), [np.int64(2), np.int32(4), 6, 8],
+                  pd.DataFrame({"d": [2, 4, 6, 8]}).d):
+            with self.subTest(d=d):
+                got = routelab.sim("spectral-gap", family="householder", d=d, samples=np.int64(200), seed=np.int64(3))
+                self.assertTrue(np.array_equal(got["estimate"], want["estimate"]))
+                self.assertTrue(np.array_equal(got["d"], want["d"]))
+        one = routelab.sim("moment-decay", family="so2", d=np.int64(2), a=np.float64(0.5), n=np.array([1, 5]),
+                           eps=np.float32(0.25), samples=200, seed=7)
+        _, out, _ = run_cli(ROUTELAB, "sim", "moment-decay", "--family", "so2", "--d", "2", "--a", "0.5", "--n",
+                            "1,5", "--eps", "0.25", "--samples", "200", "--seed", "7")
+        same_as_cli(self, one, out)
+
+    def test_none_sets_and_nested_lists_are_refused(self):
+        cases = [({"family": "householder", "d": None}, TypeError, "d=None"),
+                 ({"family": {"householder", "so2"}}, TypeError, "family={"),
+                 ({"family": "householder", "d": [[2], [4]]}, TypeError, "d=[[2], [4]]: a list of lists"),
+                 ({"family": "householder", "d": np.ones((2, 2), dtype=int)}, TypeError, "d: an array of 2 axes"),
+                 ({"family": "householder", "d": []}, ValueError, "d=[]"),
+                 ({"famly": "householder"}, ValueError, "famly='householder': unknown flag"),
+                 ({"family": "householder", "d": 4.0}, ValueError, "d=4.0: '4.0' is not accepted")]
+        for flags, kind, start in cases:
+            with self.subTest(flags=flags), tempfile.TemporaryDirectory() as d:
+                with self.assertRaises(kind) as e:
+                    routelab.sim("spectral-gap", samples=100, out=os.path.join(d, "x.csv"), **flags)
+                self.assertTrue(str(e.exception).startswith(start), str(e.exception))
+                self.assertNotIn("--", str(e.exception))
+                self.assertEqual(os.listdir(d), [])
+        # A list-valued flag takes one list, and a list of lists sweeps it.
+        one = routelab.sim("spectral-gap", family="skewexp", d=4, lambdas=[1.0, 0.5], samples=100)
+        self.assertEqual(set(one["lambdas"]), {"1.0,0.5"})
+        two = routelab.sim("spectral-gap", family="skewexp", d=4, lambdas=[[1.0, 0.5], np.array([1.0, 0.3])],
+                           samples=100)
+        self.assertEqual(sorted(set(two["lambdas"])), ["1.0,0.3", "1.0,0.5"])
+        with self.assertRaises(TypeError):
+            routelab.sim("spectral-gap", family="skewexp", d=4, lambdas=[[1.0], 0.5], samples=100)
+
+    def test_every_public_name_is_listed(self):
+        names = dir(routelab)
+        for name in routelab.__all__ + ["torch", "git_revision"]:
+            self.assertIn(name, names)
+        for name in names:
+            if not name.startswith("_"):
+                getattr(routelab, name)  # each resolves
+        self.assertIn("products", dir(routelab.step_law("so2", d=2)))
+
     def test_out_writes_the_cli_bytes_and_a_sidecar(self):
         with tempfile.TemporaryDirectory() as d:
             mine, theirs = os.path.join(d, "py.csv"), os.path.join(d, "cli.csv")
@@ -134,7 +182,11 @@ class Simulations(unittest.TestCase):
                 self.assertEqual(status, 2)
                 with self.assertRaises(ValueError) as e:
                     routelab.sim(name, out=out, **flags)
-                self.assertEqual("routelab: " + str(e.exception), err.strip())
+                # The CLI's line, its flags in Python's words.
+                cli = err.strip()[len("routelab: "):]
+                self.assertEqual(str(e.exception), routelab._python_words(cli, {**flags, "name": name},
+                                                                          {"sim": "name"}))
+                self.assertNotIn("--", str(e.exception))
                 self.assertEqual(os.listdir(d), [])
 
     def test_progress_and_ctrl_c(self):
@@ -208,11 +260,34 @@ class StepLaws(unittest.TestCase):
     def test_bad_law_flags(self):
         with self.assertRaises(ValueError) as e:
             routelab.step_law("so2", p=0.5)
-        self.assertTrue(str(e.exception).startswith("--p: does not apply to family so2"), str(e.exception))
+        self.assertEqual(str(e.exception), "p=0.5: does not apply to family so2; it takes d=, a=, omega=, rope_base=")
         with self.assertRaises(ValueError):
             routelab.step_law("so2", d=3)
         with self.assertRaises(ValueError):
             routelab.step_law("householder", d=4).products([3, 1], samples=10)
+
+    def test_numpy_and_pandas_values(self):
+        law = routelab.step_law("householder", d=np.int64(4))
+        self.assertEqual(law.d, 4)
+        self.assertTrue(np.array_equal(law.products(np.array([1, 3]), samples=np.int32(50), seed=np.uint8(2)),
+                                       law.products([1, 3], samples=50, seed=2)))
+        self.assertEqual(law.scores(np.int64(3), samples=10, q=np.ones(4), k=[1.0, 0, 0, 0]).shape, (10, 3))
+
+    def test_refusals_name_the_keyword_and_never_dump_a_signature(self):
+        law = routelab.step_law("householder", d=4)
+        for call, keyword in ((lambda: law.products([1, 3], samples=100.0), "samples=100.0"),
+                              (lambda: law.products({1, 3}, samples=10), "lengths={1, 3}"),
+                              (lambda: law.scores(3, samples=10, threads="2"), "threads='2'"),
+                              (lambda: routelab.step_law("householder", d=[4, 6]), "d=[4, 6]"),
+                              (lambda: routelab.step_law(4), "family=4")):
+            with self.subTest(keyword=keyword):
+                with self.assertRaises(TypeError) as e:
+                    call()
+                self.assertTrue(str(e.exception).startswith(keyword), str(e.exception))
+                self.assertNotIn("incompatible function arguments", str(e.exception))
+        with self.assertRaises(ValueError) as e:
+            law.products([3, 1], samples=10)
+        self.assertTrue(str(e.exception).startswith("n=: walk lengths"), str(e.exception))
 
     def test_mixing_window_is_the_theory_s(self):
         self.assertEqual(routelab.mixing_window(0.5, 0.05), 5)

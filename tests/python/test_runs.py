@@ -23,10 +23,13 @@ ROUTELAB = None
 STEPS = 12
 
 
-def config_dict(corpus, scheme="learned_qkv", steps=STEPS, every=STEPS):
-    return {"model": {"d_model": 24, "heads": 3, "layers": 2, "mlp_ratio": 2, "context": 16, "scheme": scheme},
-            "train": {"batch": 4, "warmup": 2, "steps": steps, "lr": 3e-3, "checkpoint_every": every,
-                      "log_every": 4},
+def config_dict(corpus, scheme="learned_qkv", steps=STEPS, every=STEPS, numbers=int):
+    """The tiny run's tables; numbers=np.int64 writes the integers as numpy's (a DataFrame's cells)."""
+    n = numbers
+    return {"model": {"d_model": n(24), "heads": n(3), "layers": n(2), "mlp_ratio": n(2), "context": n(16),
+                      "scheme": scheme},
+            "train": {"batch": n(4), "warmup": n(2), "steps": n(steps), "lr": 3e-3 if n is int else np.float64(3e-3),
+                      "checkpoint_every": n(every), "log_every": n(4)},
             "data": {"corpus": corpus}}
 
 
@@ -41,8 +44,9 @@ class Runs(unittest.TestCase):
         cls.work = tempfile.mkdtemp(prefix="routelab_test_runs_")
         cls.corpus = make_corpus(cls.work, 6000)
         cls.seen = []
-        cls.py_run = routelab.train(config_dict(cls.corpus), os.path.join(cls.work, "py"), threads=1,
-                                 progress=lambda *a: cls.seen.append(a))
+        # numpy's integers and floats in the dict: the same run as the CLI's (test_train_from_a_dict...).
+        cls.py_run = routelab.train(config_dict(cls.corpus, numbers=np.int64), os.path.join(cls.work, "py"),
+                                    threads=np.int64(1), progress=lambda *a: cls.seen.append(a))
         toml = os.path.join(cls.work, "cli.toml")
         with open(toml, "w") as f:
             f.write(tiny_config("learned_qkv", "", cls.corpus, STEPS).replace("log_every = 100", "log_every = 4"))
@@ -113,7 +117,7 @@ class Runs(unittest.TestCase):
         try:
             import routelab.torch as rt
         except ImportError:
-            self.skipTest("routelab.torch needs python3-torch (scripts/setup-bench.sh)")
+            self.skipTest("routelab.torch needs python3-torch (scripts/setup.sh installs it)")
         st = os.path.join(self.work, "probe.safetensors")
         self.py_run.export(st)
         val = np.fromfile(os.path.join(self.corpus, "val.txt"), dtype=np.uint8)
@@ -185,6 +189,40 @@ class Runs(unittest.TestCase):
         with self.assertRaises(ValueError):
             self.py_run.export(os.path.join(self.work, "x.bin"))
         self.assertFalse(os.path.exists(os.path.join(self.work, "x.bin")))
+
+    def test_refusals_name_the_python_keyword(self):
+        with self.assertRaises(ValueError) as e:
+            routelab.train(config_dict(self.corpus), self.py_run.path)
+        msg = str(e.exception)
+        self.assertIn(f"out={self.py_run.path!r}", msg)
+        self.assertIn("pass resume=True to continue it", msg)
+        self.assertNotIn("--", msg)
+        for call, start in ((lambda: self.py_run.eval("1x", threads="2"), "threads='2': an integer"),
+                            (lambda: self.py_run.probe("1x", eps="0.05"), "eps='0.05': a number"),
+                            (lambda: self.py_run.passkey("128", depths=0.5), "depths=0.5: a list"),
+                            (lambda: routelab.train(config_dict(self.corpus), None), "out=None: a path"),
+                            (lambda: routelab.train(config_dict(self.corpus), "x", resume="yes"), "resume='yes'"),
+                            (lambda: routelab.train({"model": {"d_model": None}}, "x"), "config [model] d_model")):
+            with self.subTest(start=start):
+                with self.assertRaises(TypeError) as e:
+                    call()
+                self.assertTrue(str(e.exception).startswith(start), str(e.exception))
+        with self.assertRaises(ValueError) as e:
+            self.py_run.eval("0x")
+        self.assertTrue(str(e.exception).startswith("lengths='0x': "), str(e.exception))
+
+    def test_a_corpus_path_that_is_not_there_is_named_absolute(self):
+        out = os.path.join(self.work, "nocorpus")
+        cwd = os.getcwd()
+        os.chdir(self.work)
+        try:
+            with self.assertRaises(ValueError) as e:
+                routelab.train(config_dict("data/brown"), out)
+        finally:
+            os.chdir(cwd)
+        want = os.path.join(os.path.realpath(self.work), "data", "brown")
+        self.assertIn(f"no folder at {want} (data/brown read from the working directory", str(e.exception))
+        self.assertFalse(os.path.exists(out))
 
     def test_ctrl_c_stops_training_and_resume_finishes_it(self):
         out = os.path.join(self.work, "interrupted")

@@ -148,15 +148,20 @@ class Package(unittest.TestCase):
             if isinstance(node, ast.FunctionDef):
                 with self.subTest(function=name):
                     self.assertEqual(stub_parameters(node), runtime_parameters(getattr(routelab, name)))
-        members = stub_names(self.stub["Run"].body)
-        methods = {n for n, v in vars(routelab.Run).items() if not n.startswith("_") or n == "__init__"}
-        self.assertEqual({n for n, v in members.items() if isinstance(v, ast.FunctionDef)}, methods)
-        for name in methods:
-            with self.subTest(method=name):
-                node = members[name]
-                self.assertEqual(is_property(node), isinstance(vars(routelab.Run)[name], property))
-                if not is_property(node):
-                    self.assertEqual(stub_parameters(node), runtime_parameters(getattr(routelab.Run, name)))
+        for cls in (routelab.Run, routelab.StepLaw):
+            members = stub_names(self.stub[cls.__name__].body)
+            methods = {n for n, v in vars(cls).items() if not n.startswith("_") or n == "__init__"}
+            self.assertEqual({n for n, v in members.items() if isinstance(v, ast.FunctionDef)}, methods)
+            for name in methods:
+                with self.subTest(cls=cls.__name__, method=name):
+                    node = members[name]
+                    self.assertEqual(is_property(node), isinstance(vars(cls)[name], property))
+                    if not is_property(node):
+                        self.assertEqual(stub_parameters(node), runtime_parameters(getattr(cls, name)))
+        # The Python StepLaw's attributes are the compiled one's properties.
+        compiled = {n for n in dir(routelab._core.StepLaw) if not n.startswith("_")} - {"products", "scores"}
+        self.assertEqual({n for n, v in stub_names(self.stub["StepLaw"].body).items()
+                          if isinstance(v, ast.AnnAssign)}, compiled)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import EVAL_PASS, SCHEMES, attention_for_scheme
+from .attention import EVAL_PASS, SCHEMES, _linear, attention_for_scheme, default_pass
 
 
 def load_safetensors(path):
@@ -39,30 +39,27 @@ def load_safetensors(path):
 
 
 class _MLP(nn.Module):
-    def __init__(self, C, F_, dtype):
+    def __init__(self, C, F_, device, dtype):
         super().__init__()
-        self.wfc = nn.Parameter(torch.randn(F_, C, dtype=dtype) * 0.02)
-        self.bfc = nn.Parameter(torch.zeros(F_, dtype=dtype))
-        self.wproj = nn.Parameter(torch.randn(C, F_, dtype=dtype) * 0.02)
-        self.bproj = nn.Parameter(torch.zeros(C, dtype=dtype))
+        self.fc = _linear(F_, C, True, device, dtype)
+        self.proj = _linear(C, F_, True, device, dtype)
 
     def forward(self, h):
-        f = F.gelu(h @ self.wfc.T + self.bfc, approximate="tanh")
-        return f @ self.wproj.T + self.bproj
+        return self.proj(F.gelu(self.fc(h), approximate="tanh"))
 
 
 class _Block(nn.Module):
-    def __init__(self, m, layer, seed, dtype, table):
+    def __init__(self, m, layer, seed, device, dtype, table):
         super().__init__()
         C = m["d_model"]
-        self.ln1 = nn.LayerNorm(C, eps=1e-5, dtype=dtype)
-        self.attn = attention_for_scheme(m["scheme"], C, m["heads"], layer=layer, seed=seed, dtype=dtype,
-                                         rope_base=m.get("rope_base", 10000.0),
+        self.ln1 = nn.LayerNorm(C, eps=1e-5, device=device, dtype=dtype)
+        self.attn = attention_for_scheme(m["scheme"], C, m["heads"], layer=layer, seed=seed, device=device,
+                                         dtype=dtype, rope_base=m.get("rope_base", 10000.0),
                                          angle_scale=m.get("angle_scale", 1.0),
-                                         learned_sigma=m.get("learned_sigma", 1.0),
+                                         learned_sigma=m.get("learned_sigma", 1.0), vocab_size=m.get("vocab", 256),
                                          householder_beta=m.get("householder_beta", "path"), angle_table=table)
-        self.ln2 = nn.LayerNorm(C, eps=1e-5, dtype=dtype)
-        self.mlp = _MLP(C, m["mlp_ratio"] * C, dtype)
+        self.ln2 = nn.LayerNorm(C, eps=1e-5, device=device, dtype=dtype)
+        self.mlp = _MLP(C, m["mlp_ratio"] * C, device, dtype)
 
     def forward(self, x, tokens, cache, pass_id):
         x = x + self.attn(self.ln1(x), tokens, cache, pass_id)
@@ -71,33 +68,38 @@ class _Block(nn.Module):
 
 class RoutelabModel(nn.Module):
     """The model of a [model] table (d_model, heads, layers, mlp_ratio, scheme, rope_base, angle_scale,
-    learned_shared, householder_beta, ...; vocab 256). forward(tokens, cache, pass_id) gives logits (B, T, 256);
+    learned_shared, householder_beta, vocab, ...). forward(tokens, cache, pass_id) gives logits (B, T, vocab);
     losses(tokens, targets, pass_id) every position's cross-entropy in nats. seed keys the random schemes'
-    angle streams. from_safetensors builds one from a `routelab export` file."""
+    angle streams; pass_id as in SchemeAttention (one pass for every layer: fresh per forward in training).
+    from_safetensors builds one from a `routelab export` file."""
 
-    def __init__(self, model_config, seed=1, dtype=torch.float32):
+    def __init__(self, model_config, seed=1, dtype=None, device=None):
         super().__init__()
         m = dict(model_config)
         if m.get("scheme") not in SCHEMES:
             raise ValueError(f"scheme '{m.get('scheme')}' is not accepted; one of {', '.join(SCHEMES)}")
         self.m, self.seed = m, seed
-        C, nb = m["d_model"], m["d_model"] // m["heads"] // 2
-        self.embed = nn.Parameter(torch.randn(m.get("vocab", 256), C, dtype=dtype) * 0.02)
+        C, nb, vocab = m["d_model"], m["d_model"] // m["heads"] // 2, m.get("vocab", 256)
+        self.embed = nn.Embedding(vocab, C, device=device, dtype=dtype)
+        nn.init.normal_(self.embed.weight, std=0.02)
         table = None
-        if m.get("learned_shared") and SCHEMES[m["scheme"]][0] == "learned":
-            self.angles = table = nn.Parameter(torch.randn(256, nb, dtype=dtype) * m.get("learned_sigma", 1.0))
-        self.layers = nn.ModuleList(_Block(m, l, seed, dtype, table) for l in range(m["layers"]))
-        self.ln_f = nn.LayerNorm(C, eps=1e-5, dtype=dtype)
+        if m.get("learned_shared") and SCHEMES[m["scheme"]].angles == "learned":
+            self.angles = table = nn.Parameter(torch.randn(vocab, nb, device=device, dtype=dtype) *
+                                               m.get("learned_sigma", 1.0))
+        self.layers = nn.ModuleList(_Block(m, l, seed, device, dtype, table) for l in range(m["layers"]))
+        self.ln_f = nn.LayerNorm(C, eps=1e-5, device=device, dtype=dtype)
 
     def new_cache(self, pass_id=EVAL_PASS):
         """One AttentionCache per layer, for decoding in pieces: model(tokens_piece, cache) in turn."""
         return [blk.attn.new_cache(pass_id) for blk in self.layers]
 
     def forward(self, tokens, cache=None, pass_id=None):
-        x = self.embed[tokens]
+        if pass_id is None and cache is None and SCHEMES[self.m["scheme"]].angles == "random":
+            pass_id = default_pass(self.training)  # one pass for every layer, as routelab's step is
+        x = self.embed(tokens)
         for l, blk in enumerate(self.layers):
             x = blk(x, tokens, None if cache is None else cache[l], pass_id)
-        return self.ln_f(x) @ self.embed.T
+        return self.ln_f(x) @ self.embed.weight.T
 
     def losses(self, tokens, targets, pass_id=EVAL_PASS):
         """Per-position cross-entropy (nats), (B, T); tokens, targets int64 (B, T)."""
@@ -106,27 +108,18 @@ class RoutelabModel(nn.Module):
 
     def export_parameters(self):
         """{export name (docs/export.md): parameter} for this model's scheme."""
-        out = {"embed": self.embed, "ln_f.weight": self.ln_f.weight, "ln_f.bias": self.ln_f.bias}
+        out = {"embed": self.embed.weight, "ln_f.weight": self.ln_f.weight, "ln_f.bias": self.ln_f.bias}
         if hasattr(self, "angles"):
             out["angles"] = self.angles
         for l, blk in enumerate(self.layers):
-            p, a = f"layers.{l}.", blk.attn
+            p = f"layers.{l}."
             for ln in ("ln1", "ln2"):
                 out[p + ln + ".weight"], out[p + ln + ".bias"] = getattr(blk, ln).weight, getattr(blk, ln).bias
-            for name in ("wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo"):
-                out[p + "attn." + name] = getattr(a, name)
-            for name in ("wfc", "bfc", "wproj", "bproj"):
-                out[p + "mlp." + name] = getattr(blk.mlp, name)
-            if a.angle_kind == "learned" and not hasattr(self, "angles"):
-                out[p + "angles"] = a.angles
-            if a.angle_kind == "projected":
-                out[p + "psi.w"], out[p + "psi.b"] = a.psi.w, a.psi.b
-            if a.forget_gate:
-                out[p + "forget.w"], out[p + "forget.b"] = a.forget.w, a.forget.b
-            if a.householder:
-                for name in ("w", "b", "w1", "w2", "conv", "u", "c"):
-                    if hasattr(a.hh, name):
-                        out[p + "householder." + name] = getattr(a.hh, name)
+            for name, param in blk.attn.export_tensors(shared_angles=hasattr(self, "angles")).items():
+                out[p + name] = param
+            mlp = blk.mlp
+            out[p + "mlp.wfc"], out[p + "mlp.bfc"] = mlp.fc.weight, mlp.fc.bias
+            out[p + "mlp.wproj"], out[p + "mlp.bproj"] = mlp.proj.weight, mlp.proj.bias
         return out
 
     def load_tensors(self, tensors):
@@ -145,11 +138,11 @@ class RoutelabModel(nn.Module):
         return self
 
 
-def from_safetensors(path, dtype=torch.float32):
-    """The full model of a `routelab export` file, its weights loaded, in eval mode. dtype float32 or float64
-    (the parity check's)."""
+def from_safetensors(path, dtype=torch.float32, device=None):
+    """The full model of a `routelab export` file, its weights loaded, in eval mode, on `device`. dtype float32
+    or float64 (the parity check's)."""
     tensors, meta = load_safetensors(path)
-    model = RoutelabModel(json.loads(meta["model"]), int(meta["seed"]), dtype)
+    model = RoutelabModel(json.loads(meta["model"]), int(meta["seed"]), dtype, device)
     model.load_tensors(tensors)
     model.meta = meta
     return model.eval()
@@ -161,13 +154,14 @@ def evaluate(model, stream, L):
     drawing its random angles with pass id EVAL_PASS + i. Returns (losses float64, windows)."""
     windows = (len(stream) - 1) // L
     batch = max(1, 8192 // L)
-    s = torch.from_numpy(np.asarray(stream).astype(np.int64))
+    device = model.embed.weight.device
+    s = torch.from_numpy(np.asarray(stream).astype(np.int64)).to(device)
     out = []
     for p, w0 in enumerate(range(0, windows, batch)):
         B = min(batch, windows - w0)
-        idx = (w0 + torch.arange(B))[:, None] * L + torch.arange(L)[None, :]
+        idx = (w0 + torch.arange(B, device=device))[:, None] * L + torch.arange(L, device=device)[None, :]
         with torch.no_grad():
-            out.append(model.losses(s[idx], s[idx + 1], EVAL_PASS + p).double().reshape(-1))
+            out.append(model.losses(s[idx], s[idx + 1], EVAL_PASS + p).double().reshape(-1).cpu())
     return torch.cat(out).numpy(), windows
 
 

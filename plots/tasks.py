@@ -1,0 +1,195 @@
+"""The task runs (issue 51): read error against length and against the
+distance of the read's source, one line per scheme (the mean over seeds, the
+seeds' spread as a band), each model's mixing window marked on the distance
+panel (from a probe's angles CSV, when given), and the learning curves of
+read error from the -loss.csv beside the CSV. With --table, also a markdown
+table of flip-flop's error at the training length, sparse FFL(0.98) and dense
+FFL(0.1) beside PaTH's Table 1 (Yang et al. 2025), for the docs' splice.
+Reads task CSVs written by routelab; recomputes nothing but means over seeds."""
+import argparse
+import math
+import os
+import statistics
+import sys
+
+from common import label_variants, plt, read_checked, read_rows, save, scheme_rank
+
+COLUMNS = ["scheme", "seed", "train_len", "task", "set", "p", "eval_len", "distance", "sequences", "reads", "errors",
+           "error_rate", "ci_low", "ci_high", "read_bits"]
+TEXT = ("scheme", "task", "set")
+
+# PaTH's Table 1 (Yang et al. 2025, arXiv 2505.16381): one layer, 2 heads,
+# d_model 64, trained on FFL(0.8); error in % in distribution / sparse
+# FFL(0.98) / dense FFL(0.1). Their rows by routelab's scheme names where one
+# corresponds (stick-breaking attention has none).
+PATH_TABLE = {
+    "rope": ("RoPE", 6.9, 40.3, 0.01),
+    "fox": ("FoX", 8.3, 36.3, 0.0),
+    "path_qk": ("PaTH", 0.0, 0.0001, 0.0),
+    None: ("stick-breaking", 9.6, 38.9, 0.0),
+}
+
+
+def fail(message):
+    print(f"tasks.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def arguments():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv", nargs="+", help="task CSVs written by routelab (eval or experiment)")
+    ap.add_argument("--out", required=True, help="output path without extension (.png and .pdf are written)")
+    ap.add_argument("--windows", nargs="*", default=[], help="probe angles CSVs (FILE-angles.csv) of the same runs")
+    ap.add_argument("--table", help="write the flip-flop table (markdown) to this file")
+    return ap.parse_args()
+
+
+def load(path):
+    rows = []
+    for i, row in label_variants(path, read_checked(path, COLUMNS, "task", "tasks.py", TEXT), COLUMNS):
+        if row["reads"] <= 0:
+            fail(f"{path} line {i}: a set with no reads")
+        row["ratio"] = row["eval_len"] / row["train_len"]
+        rows.append(row)
+    return rows
+
+
+def training_p(rows, variant):
+    """The p a variant trained on: the one its length sets carry beyond 1x
+    (further p values are asked at the training length only)."""
+    ps = {r["p"] for r in rows if r["variant"] == variant and r["set"] == "length" and r["ratio"] > 1}
+    return ps.pop() if len(ps) == 1 else None
+
+
+def law_rows(rows):
+    """The length sets at each variant's training law."""
+    out = []
+    for r in rows:
+        if r["set"] != "length":
+            continue
+        if r["task"] == "flipflop" and r["p"] != training_p(rows, r["variant"]):
+            continue
+        out.append(r)
+    return out
+
+
+def by_variant(rows, x):
+    """{variant: {x: [error rates over seeds]}}"""
+    out = {}
+    for r in rows:
+        out.setdefault(r["variant"], {}).setdefault(r[x], []).append(r["error_rate"])
+    return out
+
+
+def windows_of(paths):
+    """{(scheme, seed): window in bytes, the lower median over layers}"""
+    out = {}
+    for p in paths:
+        per = {}
+        for r in read_rows(p):
+            w = r["layer_window_median"]
+            per.setdefault((r["scheme"], int(r["seed"])), {})[r["layer"]] = math.inf if w == "inf" else float(w)
+        for k, layers in per.items():
+            v = sorted(layers.values())
+            out[k] = v[(len(v) - 1) // 2]
+    return out
+
+
+def draw_lines(ax, series, windows=None, seeds_of=None):
+    colours = {}
+    for variant in sorted(series, key=lambda v: scheme_rank(v.split(" ")[0])):
+        xs = sorted(series[variant])
+        means = [statistics.mean(series[variant][x]) for x in xs]
+        lo = [min(series[variant][x]) for x in xs]
+        hi = [max(series[variant][x]) for x in xs]
+        line, = ax.plot(xs, [100 * m for m in means], marker="o", ms=3, label=variant)
+        colours[variant] = line.get_color()
+        ax.fill_between(xs, [100 * v for v in lo], [100 * v for v in hi], color=line.get_color(), alpha=0.12)
+        if windows is not None:
+            ws = [windows[(variant.split(" ")[0], s)] for s in seeds_of.get(variant, [])
+                  if (variant.split(" ")[0], s) in windows]
+            finite = [w for w in ws if math.isfinite(w)]
+            if finite:
+                ax.axvline(statistics.median(finite), color=line.get_color(), ls=":", lw=1)
+
+
+def main():
+    args = arguments()
+    rows = [r for p in args.csv for r in load(p)]
+    tasks = sorted({r["task"] for r in rows})
+    windows = windows_of(args.windows)
+    fig, axes = plt.subplots(len(tasks), 3, figsize=(15, 4.2 * len(tasks)), squeeze=False)
+    for row_axes, task in zip(axes, tasks):
+        mine = [r for r in rows if r["task"] == task]
+        T = int(mine[0]["train_len"])
+        ax = row_axes[0]
+        draw_lines(ax, by_variant(law_rows(mine), "ratio"))
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("evaluation length / training length")
+        ax.set_ylabel("read error (%)")
+        ax.set_title(f"{task}: error against length (T = {T})")
+        ax = row_axes[1]
+        dist = [r for r in mine if r["set"] == "distance"]
+        seeds_of = {}
+        for r in dist:
+            seeds_of.setdefault(r["variant"], set()).add(int(r["seed"]))
+        if dist:
+            draw_lines(ax, by_variant(dist, "distance"), windows if args.windows else None, seeds_of)
+            ax.axvline(T, color="black", lw=0.8)
+            ax.set_xscale("log", base=2)
+        ax.set_xlabel("distance of the read's source (bytes); dotted: mixing window, black: T")
+        ax.set_ylabel("read error (%)")
+        ax.set_title(f"{task}: error against distance")
+        ax = row_axes[2]
+        curves = []
+        for p in args.csv:
+            loss = p[:-4] + "-loss.csv" if p.endswith(".csv") else p + "-loss.csv"
+            if os.path.isfile(loss):
+                curves += [r for r in read_rows(loss) if "read_error" in r]
+        series = {}
+        for r in curves:
+            key = r["scheme"]
+            series.setdefault(key, {}).setdefault(int(r["step"]), []).append(float(r["read_error"]))
+        if series and {r["scheme"] for r in mine} >= set(series):
+            draw_lines(ax, series)
+        ax.set_xlabel("training step")
+        ax.set_ylabel("read error of the batch before its update (%)")
+        ax.set_title(f"{task}: learning curves")
+    axes[0][0].legend(fontsize=7, ncol=2)
+    save(fig, args.out)
+    if args.table:
+        write_table(rows, args.table)
+
+
+def write_table(rows, path):
+    """Flip-flop at the training length: in distribution, sparse, dense, mean
+    (min-max) over seeds, beside PaTH's Table 1."""
+    ff = [r for r in rows if r["task"] == "flipflop" and r["set"] == "length" and r["ratio"] == 1]
+    cells = {}
+    for r in ff:
+        cells.setdefault(r["variant"], {}).setdefault(r["p"], []).append(r)
+    lines = ["| scheme | seeds | FFL(0.8) | sparse FFL(0.98) | dense FFL(0.1) | reads per seed | PaTH's Table 1 |",
+             "|---|---|---|---|---|---|---|"]
+
+    def cell(rs):
+        if not rs:
+            return "-"
+        e = [100 * r["error_rate"] for r in rs]
+        return f"{statistics.mean(e):.1f}" + (f" ({min(e):.1f}-{max(e):.1f})" if len(e) > 1 else "")
+    for variant in sorted(cells, key=lambda v: scheme_rank(v.split(" ")[0])):
+        by_p = cells[variant]
+        seeds = len({r["seed"] for rs in by_p.values() for r in rs})
+        reads = "/".join(str(int(min(r["reads"] for r in by_p.get(p, [])))) if by_p.get(p) else "-"
+                         for p in (0.8, 0.98, 0.1))
+        theirs = PATH_TABLE.get(variant)
+        ref = f"{theirs[0]}: {theirs[1]} / {theirs[2]} / {theirs[3]}" if theirs else ""
+        lines.append(f"| {variant} | {seeds} | {cell(by_p.get(0.8, []))} | {cell(by_p.get(0.98, []))} | "
+                     f"{cell(by_p.get(0.1, []))} | {reads} | {ref} |")
+    name, a, b, c = PATH_TABLE[None]
+    lines.append(f"| (no counterpart) | | | | | | {name}: {a} / {b} / {c} |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
