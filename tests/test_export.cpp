@@ -140,6 +140,8 @@ TEST(export_layout, every_parameter_is_in_exactly_one_named_tensor) {
     EXPECT_EQ(names.count("layers.0.householder.u"), s->householder && m.householder_beta == "path" ? 1u : 0u);
     EXPECT_EQ(names.count("layers.1.forget.w"), s->forget ? 1u : 0u);
     EXPECT_EQ(names.count("layers.1.psi.w"), s->angles == nn::AngleKind::projected ? 1u : 0u);
+    EXPECT_EQ(names.count("layers.1.householder.w"), s->householder && !s->path_w ? 1u : 0u);
+    EXPECT_EQ(names.count("layers.1.householder.conv"), s->path_w ? 1u : 0u);
   }
 }
 

@@ -1,5 +1,5 @@
-// Every CUDA layer (lib/cuda/layers.cu) against its CPU reference
-// (lib/nn/layers.cpp), forward and backward, on fresh random inputs of
+// Every CUDA layer (lib/cuda/layers.cu, short_conv.cu) against its CPU
+// reference (lib/nn/layers.cpp, short_conv.cpp), forward and backward, on fresh random inputs of
 // awkward sizes (channels not a multiple of 32, rows not a multiple of the
 // block). Gradient buffers start non-zero, so "backward adds" is checked too.
 // Tolerances, as RMS of the difference over RMS of the reference:
@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "cuda/layers.h"
+#include "cuda/short_conv.h"
 #include "gpu_helpers.h"
 #include "nn/layers.h"
+#include "nn/short_conv.h"
 
 namespace {
 
@@ -156,6 +158,28 @@ TEST_F(gpu_layers, crossentropy_matches_cpu) {
     cuda::crossentropy_backward(d_dlogits.data(), d_logits.data(), d_targets.data(), dloss, N, V);
     expect_close("crossentropy dlogits", d_dlogits, dlogits, kFloat);
   }
+}
+
+// PaTH's short convolution over 3 sequences of 45 (N rows), 72 channels, 3
+// taps: out and pre, then dinp and dkernel added to non-zero buffers (the
+// kernel's gradient sums 135 rows in order on both sides).
+TEST_F(gpu_layers, short_conv_matches_cpu) {
+  const int B = 3, T = int(N / B), K = 3;
+  const auto inp = random_floats(N * C, 60), kernel = random_floats(int64_t(C) * K, 61);
+  const auto dout = random_floats(N * C, 62);
+  auto dinp = random_floats(N * C, 63), dkernel = random_floats(int64_t(C) * K, 64);
+  DeviceBuffer<float> d_inp(inp), d_kernel(kernel), d_dout(dout), d_out(N * C), d_pre(N * C), d_dinp(dinp),
+      d_dkernel(dkernel);
+  std::vector<float> out(N * C), pre(N * C);
+  nn::short_conv_forward(out.data(), pre.data(), inp.data(), kernel.data(), B, T, C, K);
+  cuda::short_conv_forward(d_out.data(), d_pre.data(), d_inp.data(), d_kernel.data(), B, T, C, K);
+  expect_close("short_conv pre", d_pre, pre, kExact);
+  expect_close("short_conv out", d_out, out, kFloat);
+  nn::short_conv_backward(dinp.data(), dkernel.data(), dout.data(), pre.data(), inp.data(), kernel.data(), B, T, C, K);
+  cuda::short_conv_backward(d_dinp.data(), d_dkernel.data(), d_dout.data(), d_pre.data(), d_inp.data(),
+                            d_kernel.data(), B, T, C, K);
+  expect_close("short_conv dinp", d_dinp, dinp, kFloat);
+  expect_close("short_conv dkernel", d_dkernel, dkernel, kFloat);
 }
 
 }  // namespace

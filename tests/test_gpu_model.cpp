@@ -1,5 +1,5 @@
 // The CUDA model, optimiser and training backend (lib/cuda/model.cpp,
-// adamw.cu, angles.cu, forget_gate.cu, backend.cpp) against the CPU
+// adamw.cu, angles.cu, forget_gate.cu, short_conv.cu, backend.cpp) against the CPU
 // (nn::Model<float>, nn::AdamW, runs::train_run on the CPU backend). For every
 // scheme (Householder ones with PaTH's beta, and once with reflections;
 // learned tables once shared by the layers; projected angles), on
@@ -157,7 +157,7 @@ TEST_P(GpuModel, evaluation_losses_match_the_cpu) {
 // householder_beta = "reflection": every step a reflection (beta = 2), no
 // beta projection.
 TEST_F(GpuTest, householder_reflections_match_the_cpu) {
-  for (const char* scheme : {"householder_qk", "householder_qkv"}) {
+  for (const char* scheme : {"householder_qk", "householder_qkv", "path_qk", "path_qkv", "path_qk_forget"}) {
     nn::ModelConfig m = small_model(scheme);
     m.householder_beta = "reflection";
     expect_model_matches(m, cuda::MatmulMath::fp32, kLossFp32, kGradFp32);
@@ -382,7 +382,7 @@ TEST_P(GpuTraining, a_short_run_follows_the_cpus_loss_curve) {
 }
 
 INSTANTIATE_TEST_SUITE_P(schemes, GpuTraining,
-                         ::testing::Values("rope", "random_qkv", "learned_qkv_forget", "householder_qkv"),
+                         ::testing::Values("rope", "random_qkv", "learned_qkv_forget", "householder_qkv", "path_qkv"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

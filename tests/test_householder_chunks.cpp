@@ -54,14 +54,16 @@ void on_team(int threads, F&& f) {
 
 // The kernels' work on the host: chunks built one team each; query chunk m to
 // forward worker m mod workers, each with its own workspace; backward one
-// team a head, on chunks built again and gradients starting at 0.
-Grads chunks_on_host(const Inputs& in, bool values, int C, int workers, int threads) {
+// team a head, on chunks built again and gradients starting at 0. With a
+// forget gate's cum (B, H, T), its gradient goes to dcum.
+Grads chunks_on_host(const Inputs& in, bool values, int C, int workers, int threads,
+                     const std::vector<float>& cum = {}, std::vector<float>* dcum = nullptr) {
   const AttentionShape& s = in.s;
   const cuda::ChunkPlan p = cuda::chunk_plan(s.T, s.hd, C);
   Grads g = routelab::testing::householder_zeros(in);
   for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
-    const cuda::HouseholderHead h =
-        cuda::householder_head(in.q.data(), in.k.data(), in.v.data(), in.w.data(), in.beta.data(), bh, s);
+    const cuda::HouseholderHead h = cuda::householder_head(in.q.data(), in.k.data(), in.v.data(), in.w.data(),
+                                                           in.beta.data(), bh, s, cum.empty() ? nullptr : cum.data());
     const int64_t at = bh * s.T * s.hd;
     std::vector<float> area(p.M * cuda::chunk_floats(p), NAN);
     for (int n = 0; n < p.M; ++n)
@@ -79,7 +81,8 @@ Grads chunks_on_host(const Inputs& in, bool values, int C, int workers, int thre
     on_team(threads, [&](const auto& team) {
       for (int n = 0; n < p.M; ++n) cuda::chunk_build(team, p, h, area2.data(), n, values);
       cuda::chunk_head_backward(team, p, h, area2.data(), values, wk, in.d_o.data() + at, g.dq.data() + at,
-                                g.dk.data() + at, g.dv.data() + at, g.dw.data() + at, g.dbeta.data() + bh * s.T);
+                                g.dk.data() + at, g.dv.data() + at, g.dw.data() + at, g.dbeta.data() + bh * s.T,
+                                dcum ? dcum->data() + bh * s.T : nullptr);
     });
   }
   return g;
@@ -126,6 +129,45 @@ TEST(householder_chunks, a_team_of_threads_gives_the_bytes_of_one) {
       for (int x = 0; x < 6; ++x)
         EXPECT_TRUE(routelab::testing::householder_result(one, x) == routelab::testing::householder_result(team, x))
             << describe(c, false, values, 2) << ": " << routelab::testing::kHouseholderResults[x];
+    }
+}
+
+// A forget gate's bias (path_qk_forget) against the CPU's blocked path with
+// the same chunk size, o, every gradient and dcum; one thread and a team of
+// three give the same bytes; dcum sums to 0 over a head, which a dcum
+// missing either share of the bias (cum_i's or cum_j's) would not.
+TEST(householder_chunks, a_forget_gates_bias_matches_the_cpu) {
+  for (const Case& c : {kCases[0], kCases[3], kCases[5]})
+    for (bool values : {false, true}) {
+      const Inputs in = routelab::testing::householder_inputs(c.s, false, 13);
+      Stream rs(14, 0);
+      const std::size_t n = in.beta.size();
+      std::vector<float> cum(n);
+      for (std::size_t i = 0; i < n; ++i)
+        cum[i] = (i % c.s.T ? cum[i - 1] : 0.0f) - float(0.4 * std::abs(rs.normal()));
+      Grads want = routelab::testing::householder_zeros(in);
+      nn::HouseholderCache<float>* const no_cache = nullptr;
+      std::vector<float> want_dcum(n, 0.0f), dcum(n, 0.0f), team_dcum(n, 0.0f);
+      nn::householder_attention_forward(want.o.data(), in.q.data(), in.k.data(), in.v.data(), in.w.data(),
+                                        in.beta.data(), values, c.s, nn::HouseholderPath::blocked, c.C, no_cache,
+                                        cum.data());
+      nn::householder_attention_backward(want.dq.data(), want.dk.data(), want.dv.data(), want.dw.data(),
+                                         want.dbeta.data(), in.d_o.data(), in.q.data(), in.k.data(), in.v.data(),
+                                         in.w.data(), in.beta.data(), values, c.s, nn::HouseholderPath::blocked, c.C,
+                                         no_cache, cum.data(), want_dcum.data());
+      const std::string where = describe(c, false, values, 2) + " forget gate";
+      const Grads got = chunks_on_host(in, values, c.C, 2, 1, cum, &dcum);
+      worst_error(got, want, where, kHouseholderTolerance);
+      EXPECT_LT(routelab::testing::rms_relative_error(dcum, want_dcum), kHouseholderTolerance) << where << ": dcum";
+      const Grads team = chunks_on_host(in, values, c.C, 2, 3, cum, &team_dcum);
+      EXPECT_TRUE(team.dq == got.dq && team.o == got.o && team_dcum == dcum) << where << ": a team of three";
+      // d loss / d cum sums to 0 over each head: the bias is a difference,
+      // so a constant added to a head's cum changes nothing.
+      for (int64_t bh = 0; bh < int64_t(c.s.B) * c.s.H; ++bh) {
+        double total = 0, scale = 0;
+        for (int64_t i = 0; i < c.s.T; ++i) total += dcum[bh * c.s.T + i], scale += std::abs(dcum[bh * c.s.T + i]);
+        EXPECT_LT(std::abs(total), 1e-5 * scale) << where << ": dcum's sum over head " << bh;
+      }
     }
 }
 

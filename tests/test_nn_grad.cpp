@@ -105,13 +105,17 @@ class nn_grad : public ::testing::TestWithParam<std::string> {
   void SetUp() override { omp_set_num_threads(1); }
 };
 
-TEST_P(nn_grad, every_tensor_matches_finite_differences) {
-  Model<double> model(grad_config(GetParam()), 3);
-  // Biases and LayerNorm parameters start at 0 and 1: move them off those
-  // symmetric points, and make the scores large enough that every gradient
-  // stands well above the loss's rounding error.
+// Biases and LayerNorm parameters start at 0 and 1: move them off those
+// symmetric points, and make the scores large enough that every gradient
+// stands well above the loss's rounding error.
+void move_off_the_start(Model<double>& model) {
   Stream s(11, 0);
   for (auto& p : model.params) p += 0.3 * s.normal();
+}
+
+TEST_P(nn_grad, every_tensor_matches_finite_differences) {
+  Model<double> model(grad_config(GetParam()), 3);
+  move_off_the_start(model);
   const Batch b = tiny_batch();
   for (const auto& e : check_gradients(model, b, 5)) {
     EXPECT_LE(e.rel, 1e-6) << GetParam() << " tensor " << e.name;
@@ -140,14 +144,15 @@ INSTANTIATE_TEST_SUITE_P(scheme, nn_grad, ::testing::ValuesIn(grad_cases()),
                          });
 
 // The check itself must be able to fail: an analytic gradient off by one part
-// in 1e5 in a single tensor (the angle table, the projected angles' weights)
-// is caught there and only there.
+// in 1e5 in a single tensor (the angle table, the projected angles' weights,
+// PaTH's convolution kernel) is caught there and only there.
 class nn_grad_planted : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
 
 TEST_P(nn_grad_planted, error_is_caught_in_its_tensor_only) {
   omp_set_num_threads(1);
   const auto& [scheme, tensor] = GetParam();
   Model<double> model(grad_config(scheme), 3);
+  move_off_the_start(model);
   const Batch b = tiny_batch();
   const auto& ts = model.tensors();
   const auto it = std::find_if(ts.begin(), ts.end(), [&](const ParamTensor& t) { return t.name == tensor; });
@@ -165,6 +170,7 @@ TEST_P(nn_grad_planted, error_is_caught_in_its_tensor_only) {
 
 INSTANTIATE_TEST_SUITE_P(tensor, nn_grad_planted,
                          ::testing::Values(std::pair<std::string, std::string>{"learned_qkv", "layer1.angles"},
-                                           std::pair<std::string, std::string>{"projected_qkv", "layer1.psiw"}));
+                                           std::pair<std::string, std::string>{"projected_qkv", "layer1.psiw"},
+                                           std::pair<std::string, std::string>{"path_qkv", "layer1.hhconv"}));
 
 }  // namespace

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -67,11 +69,28 @@ std::vector<double> fast_output(const Inputs& in, bool values, Path p = {Househo
   return o;
 }
 
-std::vector<double> reference_output(const Inputs& in, bool values, bool planted = false) {
+std::vector<double> reference_output(const Inputs& in, bool values, bool planted = false,
+                                     const std::vector<double>& cum = {}) {
   std::vector<double> o(in.q.size());
   householder_attention_reference(o.data(), in.q.data(), in.k.data(), in.v.data(), in.w.data(), in.beta.data(),
-                                  values, in.s, planted);
+                                  values, in.s, planted, cum.empty() ? nullptr : cum.data());
   return o;
+}
+
+// d loss / d x by a five-point stencil in every entry of x.
+std::vector<double> stencil_gradient(std::vector<double>& x, const std::function<double()>& loss) {
+  std::vector<double> fd(x.size());
+  const double h = 1e-3;
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    const double x0 = x[j];
+    auto at = [&](double e) {
+      x[j] = x0 + e;
+      return loss();
+    };
+    fd[j] = (-at(2 * h) + 8 * at(h) - 8 * at(-h) + at(-2 * h)) / (12 * h);
+    x[j] = x0;
+  }
+  return fd;
 }
 
 using routelab::testing::rms_relative_error;
@@ -120,22 +139,66 @@ TEST(nn_householder, every_gradient_matches_the_reference) {
             {"dw", {&in.w, dw}}, {"dbeta", {&in.beta, dbeta}}};
         for (const auto& [name, pair] : quantities) {
           auto& [x, analytic] = pair;
-          std::vector<double> fd(x->size());
-          const double h = 1e-3;
-          for (std::size_t j = 0; j < x->size(); ++j) {
-            const double x0 = (*x)[j];
-            auto at = [&](double e) {
-              (*x)[j] = x0 + e;
-              return loss();
-            };
-            fd[j] = (-at(2 * h) + 8 * at(h) - 8 * at(-h) + at(-2 * h)) / (12 * h);
-            (*x)[j] = x0;
-          }
+          const std::vector<double> fd = stencil_gradient(*x, loss);
           for (int t = 0; t < P; ++t)
             EXPECT_LE(rms_relative_error(analytic[t], fd), 1e-8) << name << " T " << s.T << " reflections " << reflections
                                                         << " values " << values << " " << kPaths[t].name();
         }
       }
+}
+
+// A forget gate's bias (path_qk_forget): cum_i - cum_j on every logit. The
+// blocked path at every chunk size against the reference, output and every
+// gradient (dcum too) by finite differences; the tiles and rows refuse it.
+// Planted: the bias the other way round (cum_j - cum_i) must miss.
+TEST(nn_householder, a_forget_gates_bias_matches_the_reference) {
+  for (const AttentionShape& s : kShapes)
+    for (bool values : {false, true}) {
+      Inputs in = inputs(s, false, 5);
+      Stream rs(6, 0);
+      const std::size_t n = std::size_t(s.B) * s.H * s.T;
+      std::vector<double> cum(n), G(in.q.size());
+      for (std::size_t i = 0; i < n; ++i) cum[i] = (i % s.T ? cum[i - 1] : 0.0) - 0.4 * std::abs(rs.normal());
+      for (auto& g : G) g = rs.normal();
+      const auto want = reference_output(in, values, false, cum);
+      std::vector<double> flipped(cum);
+      for (double& c : flipped) c = -c;
+      EXPECT_GT(rms_relative_error(reference_output(in, values, false, flipped), want), 1e-3) << "planted";
+      auto loss = [&] {
+        const auto o = reference_output(in, values, false, cum);
+        double l = 0;
+        for (std::size_t i = 0; i < o.size(); ++i) l += G[i] * o[i];
+        return l;
+      };
+      const std::vector<double> fd[] = {stencil_gradient(in.q, loss), stencil_gradient(in.k, loss),
+                                        stencil_gradient(in.v, loss), stencil_gradient(in.w, loss),
+                                        stencil_gradient(in.beta, loss), stencil_gradient(cum, loss)};
+      HouseholderCache<double>* const no_cache = nullptr;
+      for (int chunk : {1, 4, 8, 0}) {
+        const std::string where = "T " + std::to_string(s.T) + " values " + std::to_string(values) + " chunk " +
+                                  std::to_string(chunk);
+        std::vector<double> o(in.q.size());
+        householder_attention_forward(o.data(), in.q.data(), in.k.data(), in.v.data(), in.w.data(), in.beta.data(),
+                                      values, s, HouseholderPath::blocked, chunk, no_cache, cum.data());
+        EXPECT_LE(rms_relative_error(o, want), 1e-13) << where;
+        std::vector<double> grads[6];
+        for (int x = 0; x < 4; ++x) grads[x].assign(in.q.size(), 0.0);
+        grads[4].assign(in.beta.size(), 0.0);
+        grads[5].assign(n, 0.0);
+        householder_attention_backward(grads[0].data(), grads[1].data(), grads[2].data(), grads[3].data(),
+                                       grads[4].data(), G.data(), in.q.data(), in.k.data(), in.v.data(),
+                                       in.w.data(), in.beta.data(), values, s, HouseholderPath::blocked, chunk,
+                                       no_cache, cum.data(), grads[5].data());
+        const char* names[] = {"dq", "dk", "dv", "dw", "dbeta", "dcum"};
+        for (int x = 0; x < 6; ++x) EXPECT_LE(rms_relative_error(grads[x], fd[x]), 1e-8) << names[x] << " " << where;
+      }
+      for (HouseholderPath path : {HouseholderPath::tiles, HouseholderPath::rows}) {
+        std::vector<double> o(in.q.size());
+        EXPECT_THROW(householder_attention_forward(o.data(), in.q.data(), in.k.data(), in.v.data(), in.w.data(),
+                                                   in.beta.data(), values, s, path, 0, no_cache, cum.data()),
+                     std::invalid_argument);
+      }
+    }
 }
 
 // In float, as the model runs: the blocked path (the model's) against the

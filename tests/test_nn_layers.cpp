@@ -211,6 +211,11 @@ TEST(nn_schemes, each_scheme_reads_its_own_keys) {
   EXPECT_FALSE(scheme_reads(m, "householder_beta"));
   m.scheme = "householder_qk";
   EXPECT_TRUE(scheme_reads(m, "householder_beta"));
+  m.scheme = "path_qkv";
+  EXPECT_TRUE(scheme_reads(m, "householder_beta"));
+  m.scheme = "fox";
+  EXPECT_FALSE(scheme_reads(m, "householder_beta"));
+  EXPECT_FALSE(scheme_reads(m, "rope_base"));
 }
 
 namespace {

@@ -294,7 +294,7 @@ void fill_directions(std::vector<float>& w, int hd, bool isotropic, Stream& rng)
 TEST(nn_probe, reflection_stats_follow_example_2) {
   const int hd = 8, T = 100;
   const nn::AttentionShape s{2, T, 1, hd};
-  auto directions = [&](bool isotropic, float b0) {
+  auto directions = [&](bool isotropic, float b0, int init_span) {
     ReflectionStats stats(1, 1, hd);
     std::vector<float> w(std::size_t(s.B) * T * hd, 0.0f), beta(std::size_t(s.B) * T, b0);
     Stream rng(5, 0);
@@ -302,9 +302,9 @@ TEST(nn_probe, reflection_stats_follow_example_2) {
       fill_directions(w, hd, isotropic, rng);
       stats.add(0, w.data(), beta.data(), s);
     }
-    return stats.gaps(0.05, 0.5);
+    return stats.gaps(0.05, 0.5, init_span);
   };
-  const auto axes = directions(false, 2.0f);
+  const auto axes = directions(false, 2.0f, hd);
   ASSERT_EQ(axes.size(), 8u);
   for (int j = 0; j < 8; ++j) {
     EXPECT_EQ(axes[j].block, j);
@@ -312,14 +312,72 @@ TEST(nn_probe, reflection_stats_follow_example_2) {
     EXPECT_EQ(axes[j].mixing_window, j < 6 ? -1 : 1);
     EXPECT_EQ(axes[j].beta_init, 0.5);
   }
-  const auto planted = directions(false, 1.0f);
+  const auto planted = directions(false, 1.0f, hd);
   EXPECT_NEAR(planted[7].beta, 0.5, 1e-6);  // beta 1 steps: not Example 2's reflections
-  for (const BlockGap& g : directions(true, 2.0f)) EXPECT_NEAR(g.beta, 1 - 2.0 / hd, 4 / std::sqrt(20000.0 * hd));
+  for (const BlockGap& g : directions(true, 2.0f, hd)) EXPECT_NEAR(g.beta, 1 - 2.0 / hd, 4 / std::sqrt(20000.0 * hd));
   ModelConfig m;
   m.d_model = 64, m.heads = 2;
+  m.scheme = "householder_qk";
   EXPECT_DOUBLE_EQ(initial_reflection_beta(m), 1 - 1.0 / 32);
   m.householder_beta = "reflection";
   EXPECT_DOUBLE_EQ(initial_reflection_beta(m), 1 - 2.0 / 32);
+  m.scheme = "path_qk";  // 3 taps of rank 32 span a head of 32
+  EXPECT_EQ(initial_reflection_span(m), 32);
+  EXPECT_DOUBLE_EQ(initial_reflection_beta(m), 1 - 2.0 / 32);
+  m.d_model = 256, m.householder_beta = "path";  // heads of 128: w starts in 3 x 32 of them
+  EXPECT_EQ(initial_reflection_span(m), 96);
+  EXPECT_DOUBLE_EQ(initial_reflection_beta(m), 1 - 1.0 / 96);
+  m.scheme = "householder_qkv";
+  EXPECT_EQ(initial_reflection_span(m), 128);
+  // Directions outside the start's span start at beta 1 (never mix): they
+  // lead each head's rows, as the trained ones sort.
+  const auto part = directions(false, 2.0f, 3);
+  for (int j = 0; j < hd; ++j) {
+    EXPECT_EQ(part[j].beta, axes[j].beta);
+    EXPECT_EQ(part[j].beta_init, j < hd - 3 ? 1.0 : 0.5) << j;
+    EXPECT_EQ(part[j].mixing_window_init, j < hd - 3 ? -1 : axes[j].mixing_window_init) << j;
+  }
+}
+
+// The probe reads every registered scheme, and refuses one whose transport
+// it reads only half of (rotary angles and Householder steps together).
+TEST(nn_probe, refuses_a_scheme_it_cannot_read) {
+  for (const SchemeInfo& s : all_schemes()) EXPECT_EQ(probe_unreadable(s), "") << s.name;
+  SchemeInfo both = *find_scheme("householder_qkv");
+  both.angles = AngleKind::learned;
+  EXPECT_NE(probe_unreadable(both), "");
+}
+
+// Householder rows carry the score bias like the others: with every step
+// the identity (beta = 0) the transported rows are the plain ones, forget
+// gate and ALiBi included. Planted: the Householder rows without the bias.
+TEST(nn_probe, householder_rows_carry_the_score_bias) {
+  const AttentionShape s{2, 30, 2, 4};
+  const std::size_t n = std::size_t(s.B) * s.H * s.T;
+  Stream rng(12, 0);
+  std::vector<double> q(n * s.hd), k(n * s.hd), w(n * s.hd), beta(n, 0.0), cum(n);
+  for (auto* v : {&q, &k, &w})
+    for (double& x : *v) x = 2 * rng.normal();
+  for (std::size_t i = 0; i < n; ++i) cum[i] = (i % s.T ? cum[i - 1] : 0.0) - 0.3 * std::abs(rng.normal());
+  const std::vector<double> slopes = alibi_slopes(s.H);
+  const int64_t W = 5;
+  auto probe = [&](ScoreBias<double> bias, const double* hh_w) {
+    std::vector<HeadProbe> heads(s.H);
+    probe_attention(heads.data(), q.data(), k.data(), bias, hh_w, hh_w ? beta.data() : nullptr, s, W);
+    return heads;
+  };
+  for (const ScoreBias<double> bias :
+       {ScoreBias<double>{nullptr, cum.data()}, ScoreBias<double>{slopes.data(), cum.data()}}) {
+    const auto plain = probe(bias, nullptr), transported = probe(bias, w.data());
+    const auto unbiased = probe({}, w.data());
+    for (int h = 0; h < s.H; ++h) {
+      EXPECT_EQ(transported[h].queries, plain[h].queries);
+      EXPECT_NEAR(transported[h].far_mass, plain[h].far_mass, 1e-12 * plain[h].queries);
+      EXPECT_NEAR(transported[h].entropy, plain[h].entropy, 1e-11 * plain[h].queries);
+      EXPECT_NEAR(transported[h].logit_range, plain[h].logit_range, 1e-11 * plain[h].queries);
+      EXPECT_GT(std::abs(unbiased[h].logit_range - plain[h].logit_range), 0.1);
+    }
+  }
 }
 
 // A block's share is its E|q_b| E|k_b| over the layer's sum: q and k
@@ -431,15 +489,17 @@ TEST(nn_cli, probe_writes_rows_angles_and_protocol_the_same_on_any_thread_count)
   EXPECT_EQ(slurp(tmp / "two-phases.csv"), phases);
 }
 
-// Householder runs get the reflections' directions as angle rows (layers x
-// heads x head_dim, from the stream), random angles their blocks' score
-// shares, which sum to 1 in each layer.
+// Householder runs (householder_qk and PaTH's own directions, path_qk) get
+// the reflections' directions as angle rows (layers x heads x head_dim, from
+// the stream), random angles their blocks' score shares, which sum to 1 in
+// each layer.
 TEST(nn_cli, probe_reads_householder_directions_and_block_shares) {
   TempDir tmp;
   train_tiny(tmp, "h", "householder_qk");
+  train_tiny(tmp, "path", "path_qk");
   train_tiny(tmp, "r", "random_qk");
-  const auto r = run_routelab("probe --run h r --lengths 1x --window 4 --max-windows 1 --csv p.csv --quiet", tmp.path,
-                              tmp.path);
+  const auto r = run_routelab("probe --run h path r --lengths 1x --window 4 --max-windows 1 --csv p.csv --quiet",
+                              tmp.path, tmp.path);
   ASSERT_EQ(r.status, 0) << r.err;
   const CsvTable t = parse_csv(slurp(tmp / "p-angles.csv"), "p-angles.csv");
   const int run = t.column("run"), source = t.column("beta_source"), beta = t.column("beta"),
@@ -447,7 +507,7 @@ TEST(nn_cli, probe_reads_householder_directions_and_block_shares) {
   int householder = 0;
   double shares = 0;
   for (const auto& row : t.rows) {
-    if (row[run] == "h") {
+    if (row[run] == "h" || row[run] == "path") {
       ++householder;
       EXPECT_EQ(row[source], "stream");
       EXPECT_LE(std::stod(row[beta]), 1.0);
@@ -457,18 +517,19 @@ TEST(nn_cli, probe_reads_householder_directions_and_block_shares) {
       shares += std::stod(row[share]);
     }
   }
-  EXPECT_EQ(householder, 1 * 2 * 8);
+  EXPECT_EQ(householder, 2 * 1 * 2 * 8);
   EXPECT_NEAR(shares, 1.0, 1e-12);
   // Both runs' transport, measured beside its i.i.d. prediction, per layer and distance.
   const CsvTable ph = parse_csv(slurp(tmp / "p-phases.csv"), "p-phases.csv");
   const int prun = ph.column("run"), measured = ph.column("mean_cos"), iid = ph.column("mean_cos_iid");
-  int hrows = 0, rrows = 0;
+  int hrows = 0, prows = 0, rrows = 0;
   for (const auto& row : ph.rows) {
-    (row[prun] == "h" ? hrows : rrows) += 1;
+    (row[prun] == "h" ? hrows : row[prun] == "path" ? prows : rrows) += 1;
     EXPECT_LE(std::abs(std::stod(row[measured])), 1.0 + 1e-9);
     EXPECT_LE(std::abs(std::stod(row[iid])), 1.0 + 1e-9);
   }
   EXPECT_EQ(hrows, int(phase_distances(16).size()));  // one layer
+  EXPECT_EQ(prows, hrows);
   EXPECT_EQ(rrows, hrows);
 }
 

@@ -173,13 +173,13 @@ __global__ void __launch_bounds__(kThreads)
 // of head bh0 + g.
 __global__ void __launch_bounds__(kThreads)
     chunk_forward_kernel(float* o, const float* q, const float* k, const float* v, const float* w, const float* beta,
-                         bool values, AttentionShape s, ChunkPlan p, int64_t bh0, float* areas, float* work,
-                         int workers) {
+                         const float* cum, bool values, AttentionShape s, ChunkPlan p, int64_t bh0, float* areas,
+                         float* work, int workers) {
   const int64_t g = blockIdx.x / workers, bh = bh0 + g;
   const int worker = int(blockIdx.x % workers);
   const std::size_t floats = chunk_work_floats(p, false);
   const ChunkWork wk = chunk_work(p, work + (g * workers + worker) * floats, false);
-  const HouseholderHead h = householder_head(q, k, v, w, beta, bh, s);
+  const HouseholderHead h = householder_head(q, k, v, w, beta, bh, s, cum);
   for (int m = worker; m < p.M; m += workers)
     chunk_forward(BlockTeam{}, p, h, areas + g * p.M * chunk_floats(p), m, values, wk, o + bh * s.T * s.hd);
 }
@@ -187,13 +187,15 @@ __global__ void __launch_bounds__(kThreads)
 // Block g: the whole backward of head bh0 + g, its chunk gradients (zeroed)
 // in work.
 __global__ void __launch_bounds__(kThreads)
-    chunk_backward_kernel(float* dq, float* dk, float* dv, float* dw, float* dbeta, const float* d_o, const float* q,
-                          const float* k, const float* v, const float* w, const float* beta, bool values,
-                          AttentionShape s, ChunkPlan p, int64_t bh0, float* areas, float* work) {
+    chunk_backward_kernel(float* dq, float* dk, float* dv, float* dw, float* dbeta, float* dcum, const float* d_o,
+                          const float* q, const float* k, const float* v, const float* w, const float* beta,
+                          const float* cum, bool values, AttentionShape s, ChunkPlan p, int64_t bh0, float* areas,
+                          float* work) {
   const int64_t g = blockIdx.x, bh = bh0 + g, at = bh * s.T * s.hd;
   const ChunkWork wk = chunk_work(p, work + g * chunk_work_floats(p, true), true);
-  chunk_head_backward(BlockTeam{}, p, householder_head(q, k, v, w, beta, bh, s), areas + g * p.M * chunk_floats(p), values,
-                      wk, d_o + at, dq + at, dk + at, dv + at, dw + at, dbeta + bh * s.T);
+  chunk_head_backward(BlockTeam{}, p, householder_head(q, k, v, w, beta, bh, s, cum),
+                      areas + g * p.M * chunk_floats(p), values, wk, d_o + at, dq + at, dk + at, dv + at, dw + at,
+                      dbeta + bh * s.T, cum ? dcum + bh * s.T : nullptr);
 }
 
 // One thread per step (b, t, h): bth = (b T + t) H + h, bht = (b H + h) T + t.
@@ -300,7 +302,7 @@ int64_t heads_per_launch(int64_t heads, std::size_t floats) {
 }
 
 void blocked_forward(float* o, const float* q, const float* k, const float* v, const float* w, const float* beta,
-                     bool values, AttentionShape s, DeviceBuffer<float>& scratch) {
+                     const float* cum, bool values, AttentionShape s, DeviceBuffer<float>& scratch) {
   const int64_t heads = int64_t(s.B) * s.H;
   const ChunkPlan p = blocked_plan(s);
   // Forward workers per head: enough blocks to fill the device (about 2^10),
@@ -313,15 +315,15 @@ void blocked_forward(float* o, const float* q, const float* k, const float* v, c
     const int64_t n = std::min(group, heads - bh0);
     chunk_build_kernel<<<unsigned(n * p.M), kThreads>>>(q, k, v, w, beta, values, s, p, bh0, base);
     check_launch();
-    chunk_forward_kernel<<<unsigned(n * workers), kThreads>>>(o, q, k, v, w, beta, values, s, p, bh0, base,
+    chunk_forward_kernel<<<unsigned(n * workers), kThreads>>>(o, q, k, v, w, beta, cum, values, s, p, bh0, base,
                                                               base + group * area, workers);
     check_launch();
   }
 }
 
-void blocked_backward(float* dq, float* dk, float* dv, float* dw, float* dbeta, const float* d_o, const float* q,
-                      const float* k, const float* v, const float* w, const float* beta, bool values,
-                      AttentionShape s, DeviceBuffer<float>& scratch) {
+void blocked_backward(float* dq, float* dk, float* dv, float* dw, float* dbeta, float* dcum, const float* d_o,
+                      const float* q, const float* k, const float* v, const float* w, const float* beta,
+                      const float* cum, bool values, AttentionShape s, DeviceBuffer<float>& scratch) {
   const int64_t heads = int64_t(s.B) * s.H;
   const ChunkPlan p = blocked_plan(s);
   const std::size_t area = p.M * chunk_floats(p), work = chunk_work_floats(p, true);
@@ -333,20 +335,23 @@ void blocked_backward(float* dq, float* dk, float* dv, float* dw, float* dbeta, 
     CUDA_CHECK(cudaMemset(base + group * area, 0, std::size_t(n) * work * sizeof(float)));
     chunk_build_kernel<<<unsigned(n * p.M), kThreads>>>(q, k, v, w, beta, values, s, p, bh0, base);
     check_launch();
-    chunk_backward_kernel<<<unsigned(n), kThreads>>>(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s, p, bh0,
-                                                     base, base + group * area);
+    chunk_backward_kernel<<<unsigned(n), kThreads>>>(dq, dk, dv, dw, dbeta, dcum, d_o, q, k, v, w, beta, cum, values,
+                                                     s, p, bh0, base, base + group * area);
     check_launch();
   }
 }
 
 // The head width (the model's limit, and the row kernels' coordinates per
-// lane) and the path: tiles is the CPU's alone.
-void require_householder_call(const AttentionShape& s, nn::HouseholderPath path, const char* what) {
+// lane) and the path: tiles is the CPU's alone, and a forget gate's bias is
+// the blocked path's.
+void require_householder_call(const AttentionShape& s, nn::HouseholderPath path, const float* cum, const char* what) {
   if (s.hd < 1 || s.hd > kMaxHeadDim)
     throw std::invalid_argument(std::string(what) + ": head dimension " + std::to_string(s.hd) + " outside 1.." +
                                 std::to_string(kMaxHeadDim));
   if (path == nn::HouseholderPath::tiles)
     throw std::invalid_argument(std::string(what) + ": path tiles is the CPU's; the GPU has blocked and rows");
+  if (cum && path != nn::HouseholderPath::blocked)
+    throw std::invalid_argument(std::string(what) + ": a forget gate's bias needs the blocked path");
 }
 
 }  // namespace
@@ -373,11 +378,11 @@ std::size_t set_householder_scratch_limit(std::size_t bytes) {
 
 void householder_attention_forward(float* o, const float* q, const float* k, const float* v, const float* w,
                                    const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch,
-                                   nn::HouseholderPath path) {
-  require_householder_call(s, path, "householder_attention_forward");
+                                   nn::HouseholderPath path, const float* cum) {
+  require_householder_call(s, path, cum, "householder_attention_forward");
   if (int64_t(s.B) * s.H * s.T == 0) return;
   if (path == nn::HouseholderPath::blocked)
-    blocked_forward(o, q, k, v, w, beta, values, s, scratch);
+    blocked_forward(o, q, k, v, w, beta, cum, values, s, scratch);
   else
     rows_forward(o, q, k, v, w, beta, values, s, scratch);
 }
@@ -385,11 +390,12 @@ void householder_attention_forward(float* o, const float* q, const float* k, con
 void householder_attention_backward(float* dq, float* dk, float* dv, float* dw, float* dbeta, const float* d_o,
                                     const float* q, const float* k, const float* v, const float* w,
                                     const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch,
-                                    nn::HouseholderPath path) {
-  require_householder_call(s, path, "householder_attention_backward");
+                                    nn::HouseholderPath path, const float* cum, float* dcum) {
+  require_householder_call(s, path, cum, "householder_attention_backward");
+  if (cum && !dcum) throw std::invalid_argument("householder_attention_backward: a forget gate's bias needs dcum");
   if (int64_t(s.B) * s.H * s.T == 0) return;
   if (path == nn::HouseholderPath::blocked)
-    blocked_backward(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s, scratch);
+    blocked_backward(dq, dk, dv, dw, dbeta, dcum, d_o, q, k, v, w, beta, cum, values, s, scratch);
   else
     rows_backward(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s, scratch);
 }

@@ -41,15 +41,19 @@ void householder_steps_forward(float* w, float* beta, const float* z, const floa
 void householder_steps_backward(float* dz, float* dbeta_logit, const float* dw, const float* dbeta, const float* z,
                                 const float* beta, AttentionShape s);
 
-// o = softmax(s, causal) times the values, transported when `values`.
+// o = softmax(s, causal) times the values, transported when `values`; cum
+// (B, H, T), a forget gate's running log sums, adds cum_i - cum_j to the
+// scaled scores (the blocked path only, as on the CPU).
 void householder_attention_forward(float* o, const float* q, const float* k, const float* v, const float* w,
                                    const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch,
-                                   nn::HouseholderPath path = nn::HouseholderPath::blocked);
-// Adds d loss / d q, k, v, w, beta.
+                                   nn::HouseholderPath path = nn::HouseholderPath::blocked,
+                                   const float* cum = nullptr);
+// Adds d loss / d q, k, v, w, beta (and d loss / d cum into dcum under a gate).
 void householder_attention_backward(float* dq, float* dk, float* dv, float* dw, float* dbeta, const float* d_o,
                                     const float* q, const float* k, const float* v, const float* w,
                                     const float* beta, bool values, AttentionShape s, DeviceBuffer<float>& scratch,
-                                   nn::HouseholderPath path = nn::HouseholderPath::blocked);
+                                    nn::HouseholderPath path = nn::HouseholderPath::blocked,
+                                    const float* cum = nullptr, float* dcum = nullptr);
 
 // The blocked path's scratch limit (bytes, default 1 GiB): heads go a group
 // at a time so that a launch's scratch stays under it (one head at least).

@@ -295,12 +295,17 @@ ROUTELAB_HOST_DEVICE inline void query_chunk_forward(const Team& team, const Chu
   team_product(team, M1T, ch.KW, ch.T, 1.0f, false);
   team_product(team, Sm, ch.Q, ch.K.t(), 1.0f, false, Keep::lower);
   team_product(team, Sm, WQ.t(), M1T.t(), -1.0f, true, Keep::lower);
-  // Each row's causal softmax, one thread a row.
+  // Each row's causal softmax, one thread a row; a forget gate adds
+  // cum_i - cum_j to the scaled scores.
   team_each(team, rows, [&](int64_t l) {
     const int i = int(l);
     const int64_t n = a + i + 1;
     float mx = -INFINITY, sum = 0.0f;
-    for (int64_t j = 0; j < n; ++j) mx = fmaxf(mx, S(i, int(j)) *= h.scale);
+    for (int64_t j = 0; j < n; ++j) {
+      float& x = S(i, int(j));
+      x = h.cum ? fmaf(x, h.scale, h.cum[a + i] - h.cum[j]) : x * h.scale;
+      mx = fmaxf(mx, x);
+    }
     for (int64_t j = 0; j < n; ++j) sum += (S(i, int(j)) = expf(S(i, int(j)) - mx));
     for (int64_t j = 0; j < n; ++j) S(i, int(j)) /= sum;
     for (int64_t j = n; j < width; ++j) S(i, int(j)) = 0.0f;
@@ -402,12 +407,14 @@ ROUTELAB_HOST_DEVICE inline void chunk_steps_backward(const Team& team, const Ch
 }
 
 // Adds one head's d loss / d q, k, v, w, beta (dq .. dbeta: the head's blocks)
-// given d_o; the chunks are built in `area`, w.grads start at 0.
+// given d_o, and d loss / d cum into dcum (the head's T) under a forget gate;
+// the chunks are built in `area`, w.grads start at 0.
 ROUTELAB_EXEC_CHECK_DISABLE
 template <class Team>
 ROUTELAB_HOST_DEVICE inline void chunk_head_backward(const Team& team, const ChunkPlan& p, const HouseholderHead& h,
                                                      float* area, bool values, const ChunkWork& w, const float* d_o,
-                                                     float* dq, float* dk, float* dv, float* dw, float* dbeta) {
+                                                     float* dq, float* dk, float* dv, float* dw, float* dbeta,
+                                                     float* dcum = nullptr) {
   const int d = p.d, C = p.C;
   for (int m = 0; m < p.M; ++m) {
     query_chunk_forward(team, p, h, area, m, values, true, w);
@@ -475,10 +482,28 @@ ROUTELAB_HOST_DEVICE inline void chunk_head_backward(const Team& team, const Chu
       team_product(team, dP, dO, V.t(), 1.0f, false);
       team_product(team, dV, S.t(), dO, 1.0f, true);
     }
-    // dS (raw scores) = scale p (dp - D), in place of dP.
+    // dS (raw scores) = scale p (dp - D), in place of dP. Under a forget
+    // gate p (dp - D) is d loss / d (cum_i - cum_j) first: its row sums go to
+    // cum_i, its column sums from cum_j (one thread a row, then a column).
+    if (h.cum) {
+      team_each(team, int64_t(rows) * width, [&](int64_t e) {
+        const int i = int(e / width), j = int(e % width);
+        dP(i, j) = S(i, j) * (dP(i, j) - w.D[i]);
+      });
+      team_each(team, rows, [&](int64_t i) {
+        float s = 0.0f;
+        for (int64_t j = 0; j < width; ++j) s += dP(int(i), int(j));
+        dcum[a + i] += s;
+      });
+      team_each(team, width, [&](int64_t j) {
+        float s = 0.0f;
+        for (int i = 0; i < rows; ++i) s += dP(i, int(j));
+        dcum[j] -= s;
+      });
+    }
     team_each(team, int64_t(rows) * width, [&](int64_t e) {
       const int i = int(e / width), j = int(e % width);
-      dP(i, j) = h.scale * S(i, j) * (dP(i, j) - w.D[i]);
+      dP(i, j) = h.cum ? h.scale * dP(i, j) : h.scale * S(i, j) * (dP(i, j) - w.D[i]);
     });
     // In chunk: s = Q K^T - (M1 T M2)^T, M1 = striu(K W^T), M2 = triu(W Q^T).
     const Mat D = dPm.t();  // (j, i)

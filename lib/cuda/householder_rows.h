@@ -30,20 +30,25 @@
 
 namespace routelab::cuda {
 
-// One head's inputs (offsets of head bh applied): q, k, v, w (T x d), beta (T).
+// One head's inputs (offsets of head bh applied): q, k, v, w (T x d), beta (T),
+// and a forget gate's running log sums cum (T) or null (the blocked path's
+// score bias cum_i - cum_j; the row path has none).
 struct HouseholderHead {
   const float *q, *k, *v, *w, *beta;
   int64_t T;
   int d;
   float scale;  // 1 / sqrt(d)
+  const float* cum;
 };
 
-// Head bh = b H + h of (B, H, T, hd) tensors; v may be null.
+// Head bh = b H + h of (B, H, T, hd) tensors; v and cum (B, H, T) may be null.
 ROUTELAB_HOST_DEVICE inline HouseholderHead householder_head(const float* q, const float* k, const float* v,
                                                              const float* w, const float* beta, int64_t bh,
-                                                             const nn::AttentionShape& s) {
+                                                             const nn::AttentionShape& s,
+                                                             const float* cum = nullptr) {
   const int64_t at = bh * s.T * s.hd;
-  return {q + at, k + at, v ? v + at : nullptr, w + at, beta + bh * s.T, s.T, s.hd, 1.0f / ::sqrtf(float(s.hd))};
+  return {q + at, k + at, v ? v + at : nullptr, w + at, beta + bh * s.T, s.T, s.hd, 1.0f / ::sqrtf(float(s.hd)),
+          cum ? cum + bh * s.T : nullptr};
 }
 
 // One worker's scratch: S (T) the row's scores, then probabilities; dS (T);

@@ -1,9 +1,9 @@
 // The CUDA model: the one forward and backward of nn/model_pass.h, the CPU
 // model's own sequence of calls, over device buffers through CudaOps. Host
 // code only (compiled by the C++ compiler): the work is in the kernels behind
-// cuda/layers.h, cuda/attention.h, cuda/angles.h and cuda/forget_gate.h, all
-// on the default stream, so calls run in order and a download waits for what
-// came before it.
+// cuda/layers.h, cuda/attention.h, cuda/angles.h, cuda/forget_gate.h,
+// cuda/householder.h and cuda/short_conv.h, all on the default stream, so
+// calls run in order and a download waits for what came before it.
 #include "cuda/model.h"
 
 #include <stdexcept>
@@ -13,6 +13,7 @@
 #include "cuda/backend.h"
 #include "cuda/forget_gate.h"
 #include "cuda/householder.h"
+#include "cuda/short_conv.h"
 #include "nn/model_pass.h"
 #include "nn/scheme.h"
 #include "nn/streams.h"
@@ -127,11 +128,13 @@ struct CudaOps {
   void watch_attention(int, const Layer&, nn::AttentionShape) {}
   void householder_attention_forward(Layer& L, int, nn::AttentionShape shape) {
     cuda::householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, model.scheme_.values, shape,
-                                        model.hh_scratch_);
+                                        model.hh_scratch_, nn::HouseholderPath::blocked,
+                                        model.scheme_.forget ? L.cum : nullptr);
   }
   void householder_attention_backward(Layer& D, const Layer& L, int, nn::AttentionShape shape) {
     cuda::householder_attention_backward(D.q, D.k, D.v, D.hw, D.hbeta, D.o, L.q, L.k, L.v, L.hw, L.hbeta,
-                                         model.scheme_.values, shape, model.hh_scratch_);
+                                         model.scheme_.values, shape, model.hh_scratch_, nn::HouseholderPath::blocked,
+                                         model.scheme_.forget ? L.cum : nullptr, D.cum);
   }
   void zero_dtheta() { CUDA_CHECK(cudaMemset(model.dtheta_.data(), 0, model.dtheta_.size() * sizeof(double))); }
   void angles_backward(float* dincrements, const double* dtheta) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include <Eigen/Core>
@@ -275,14 +276,24 @@ void householder_steps_backward(R* dz, R* dbeta_logit, const R* dw, const R* dbe
 
 int householder_chunk(int64_t T) { return T <= 256 ? 16 : T <= 512 ? 32 : 48; }
 
+namespace {
+
+void require_no_bias(HouseholderPath path, const void* cum) {
+  if (cum && path != HouseholderPath::blocked)
+    throw std::invalid_argument("householder attention: a forget gate's bias needs the blocked path");
+}
+
+}  // namespace
+
 template <class R>
 void householder_attention_forward(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
                                    bool values, AttentionShape s, HouseholderPath path, int chunk,
-                                   HouseholderCache<R>* cache) {
+                                   HouseholderCache<R>* cache, const R* cum) {
+  require_no_bias(path, cum);
   switch (path) {
     case HouseholderPath::blocked:
       return householder_attention_forward_blocked(o, q, k, v, w, beta, values, s,
-                                                   chunk > 0 ? chunk : householder_chunk(s.T), cache);
+                                                   chunk > 0 ? chunk : householder_chunk(s.T), cache, cum);
     case HouseholderPath::tiles:
       return attention_forward_tiled<R, kHouseholderTileRows>(o, q, k, v, w, beta, values, s);
     case HouseholderPath::rows:
@@ -293,11 +304,14 @@ void householder_attention_forward(R* o, const R* q, const R* k, const R* v, con
 template <class R>
 void householder_attention_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q, const R* k,
                                     const R* v, const R* w, const R* beta, bool values, AttentionShape s,
-                                    HouseholderPath path, int chunk, HouseholderCache<R>* cache) {
+                                    HouseholderPath path, int chunk, HouseholderCache<R>* cache, const R* cum,
+                                    R* dcum) {
+  require_no_bias(path, cum);
+  if (cum && !dcum) throw std::invalid_argument("householder_attention_backward: a forget gate's bias needs dcum");
   switch (path) {
     case HouseholderPath::blocked:
       return householder_attention_backward_blocked(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values, s,
-                                                    chunk > 0 ? chunk : householder_chunk(s.T), cache);
+                                                    chunk > 0 ? chunk : householder_chunk(s.T), cache, cum, dcum);
     case HouseholderPath::tiles:
       return attention_backward_tiled<R, kHouseholderTileRows>(dq, dk, dv, dw, dbeta, d_o, q, k, v, w, beta, values,
                                                                s);
@@ -314,7 +328,8 @@ void householder_row_logits(R* logits, const R* q, const R* k, const R* w, const
 }
 
 void householder_attention_reference(double* o, const double* q, const double* k, const double* v, const double* w,
-                                     const double* beta, bool values, AttentionShape s, bool key_step_included) {
+                                     const double* beta, bool values, AttentionShape s, bool key_step_included,
+                                     const double* cum) {
   using Mat = Eigen::MatrixXd;
   using Vec = Eigen::VectorXd;
   const int d = s.hd;
@@ -330,6 +345,7 @@ void householder_attention_reference(double* o, const double* q, const double* k
           M = M * (Mat::Identity(d, d) - beta[bh * s.T + t] * wt * wt.transpose());
         }
         logits(j) = vec(k, bh, j).dot(M * vec(q, bh, i)) / std::sqrt(double(d));
+        if (cum) logits(j) += cum[bh * s.T + i] - cum[bh * s.T + j];
         route[j] = M;
       }
       const Vec p = (logits.array() - logits.maxCoeff()).exp().matrix();
@@ -344,10 +360,11 @@ void householder_attention_reference(double* o, const double* q, const double* k
   template void householder_steps_forward<R>(R*, R*, const R*, const R*, AttentionShape);                          \
   template void householder_steps_backward<R>(R*, R*, const R*, const R*, const R*, const R*, AttentionShape);     \
   template void householder_attention_forward<R>(R*, const R*, const R*, const R*, const R*, const R*, bool,       \
-                                                 AttentionShape, HouseholderPath, int, HouseholderCache<R>*);      \
+                                                 AttentionShape, HouseholderPath, int, HouseholderCache<R>*,       \
+                                                 const R*);                                                        \
   template void householder_attention_backward<R>(R*, R*, R*, R*, R*, const R*, const R*, const R*, const R*,      \
                                                   const R*, const R*, bool, AttentionShape, HouseholderPath, int,  \
-                                                  HouseholderCache<R>*);                                           \
+                                                  HouseholderCache<R>*, const R*, R*);                             \
   template void householder_row_logits<R>(R*, const R*, const R*, const R*, const R*, int64_t, int64_t,            \
                                           AttentionShape);
 ROUTELAB_HOUSEHOLDER(float)

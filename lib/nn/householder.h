@@ -67,25 +67,34 @@ template <class R>
 std::shared_ptr<HouseholderCache<R>> make_householder_cache();
 
 // `chunk` (blocked only): steps per chunk; 0 is householder_chunk(T).
+// `cum` (B, H, T), a forget gate's running sums of log f_t
+// (nn/forget_gate.h), adds cum_i - cum_j to each logit s_ij (after its
+// 1/sqrt(hd)), as ScoreBias does in attention_forward (path_qk_forget: PaTH
+// with the forget gate); null for none. The blocked path only: tiles and
+// rows refuse it (std::invalid_argument).
 template <class R>
 void householder_attention_forward(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
                                    bool values, AttentionShape s, HouseholderPath path = HouseholderPath::blocked,
-                                   int chunk = 0, HouseholderCache<R>* cache = nullptr);
-// Adds d loss / d q, k, v, w, beta.
+                                   int chunk = 0, HouseholderCache<R>* cache = nullptr, const R* cum = nullptr);
+// Adds d loss / d q, k, v, w, beta, and d loss / d cum into dcum when cum is
+// given.
 template <class R>
 void householder_attention_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q, const R* k,
                                     const R* v, const R* w, const R* beta, bool values, AttentionShape s,
                                     HouseholderPath path = HouseholderPath::blocked, int chunk = 0,
-                                    HouseholderCache<R>* cache = nullptr);
+                                    HouseholderCache<R>* cache = nullptr, const R* cum = nullptr,
+                                    R* dcum = nullptr);
 
 // The blocked path itself (householder_blocked.cpp).
 template <class R>
 void householder_attention_forward_blocked(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
-                                           bool values, AttentionShape s, int chunk, HouseholderCache<R>* cache);
+                                           bool values, AttentionShape s, int chunk, HouseholderCache<R>* cache,
+                                           const R* cum);
 template <class R>
 void householder_attention_backward_blocked(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q,
                                             const R* k, const R* v, const R* w, const R* beta, bool values,
-                                            AttentionShape s, int chunk, HouseholderCache<R>* cache);
+                                            AttentionShape s, int chunk, HouseholderCache<R>* cache, const R* cum,
+                                            R* dcum);
 
 // One query row's raw logits s_i0 .. s_ii (i + 1 values) for head bh = b H + h,
 // before any softmax: what an attention probe reads.
@@ -94,10 +103,11 @@ void householder_row_logits(R* logits, const R* q, const R* k, const R* w, const
                             AttentionShape s);
 
 // The plain reference, for tests only: every transport H_{j+1} ... H_i built
-// as an explicit hd x hd product, O(T^3 hd^3). key_step_included plants the
-// off-by-one (H_j ... H_i) that the tests must catch.
+// as an explicit hd x hd product, O(T^3 hd^3), and cum's bias when given.
+// key_step_included plants the off-by-one (H_j ... H_i) that the tests must
+// catch.
 void householder_attention_reference(double* o, const double* q, const double* k, const double* v, const double* w,
                                      const double* beta, bool values, AttentionShape s,
-                                     bool key_step_included = false);
+                                     bool key_step_included = false, const double* cum = nullptr);
 
 }  // namespace routelab::nn

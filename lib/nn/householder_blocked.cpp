@@ -20,7 +20,9 @@
 // chunk, and runs each product's adjoint; the key chunks' gradients (dK~,
 // dV~, dP, dT) collect over query chunks and go back to k, v, w and beta once
 // per head. A head is one thread's work, in a fixed order: the same bytes at
-// any thread count.
+// any thread count. A forget gate's bias cum_i - cum_j joins each query
+// chunk's scaled scores before its softmax; its gradient (row sums to cum_i,
+// column sums from cum_j) collects per head like the key chunks'.
 #include "nn/householder.h"
 
 #include <algorithm>
@@ -281,13 +283,15 @@ struct HeadChunks {
   int d = 0, c = 0;
   int64_t T = 0;
   R scale = 0;
+  const R* cum = nullptr;  // the head's forget gate sums (T), or null
   Mat<R> V;
   std::vector<Chunk<R>> chunks;
 
   // In place, so a thread's (or a cache's) buffers are reused.
-  void build(const R* q, const R* k, const R* v, const R* w, const R* beta, int64_t bh, AttentionShape s, int chunk,
-             bool values) {
+  void build(const R* q, const R* k, const R* v, const R* w, const R* beta, const R* cum_all, int64_t bh,
+             AttentionShape s, int chunk, bool values) {
     d = s.hd, c = chunk, T = s.T, scale = R(1) / std::sqrt(R(s.hd));
+    cum = cum_all ? cum_all + bh * s.T : nullptr;
     const int64_t at = bh * s.T * s.hd;
     if (!values) V = RowsMap<R>(v + at, T, d);
     chunks.resize((T + c - 1) / c);
@@ -335,6 +339,8 @@ struct QueryChunk {
     S *= h.scale;
     for (int l = 0; l < rows; ++l) {
       auto row = S.row(l).head(a + l + 1);
+      if (h.cum)  // the forget gate's cum_i - cum_j
+        row.array() += h.cum[a + l] - Eigen::Map<const Vec<R>>(h.cum, a + l + 1).transpose().array();
       const R mx = row.maxCoeff();
       row = (row.array() - mx).exp();
       row /= row.sum();
@@ -365,15 +371,17 @@ void head_forward(R* o, const HeadChunks<R>& h, bool values, QueryChunk<R>& qc) 
   }
 }
 
-// Adds one head's d loss / d q, k, v, w, beta; dO is its (T, hd) block.
+// Adds one head's d loss / d q, k, v, w, beta (and cum into dcum, the
+// head's T, under a forget gate); dO is its (T, hd) block.
 template <class R>
-void head_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const HeadChunks<R>& h, bool values,
+void head_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, R* dcum, const R* d_o, const HeadChunks<R>& h, bool values,
                    QueryChunk<R>& qc) {
   const int d = h.d;
   const int M = int(h.chunks.size());
   std::vector<ChunkGrad<R>> g(M);
   for (int n = 0; n < M; ++n) g[n].zero(h.chunks[n].c, d, values);
   Mat<R> dQ = Mat<R>::Zero(h.T, d), dK = Mat<R>::Zero(h.T, d), dV = Mat<R>::Zero(h.T, d);
+  Vec<R> dCum = Vec<R>::Zero(h.cum ? h.T : 0);
   const RowsMap<R> dO_all(d_o, h.T, d);
   Mat<R> dO, dPc, dC, dX, dX2;
   RowMat<R> dP, dS;
@@ -410,8 +418,14 @@ void head_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const Hea
       dP.noalias() = dO * h.V.topRows(a + rows).transpose();
       dV.topRows(a + rows).noalias() += qc.S.transpose() * dO;
     }
-    // dS (raw scores) = scale p (dp - D).
-    dS = h.scale * qc.S.cwiseProduct(dP - Drow.replicate(1, a + rows));
+    // d loss / d logit = p (dp - D); the raw scores' dS is scale times it,
+    // the bias cum_i - cum_j's row sums go to cum_i and column sums from cum_j.
+    dS = qc.S.cwiseProduct(dP - Drow.replicate(1, a + rows));
+    if (h.cum) {
+      dCum.segment(a, rows) += dS.rowwise().sum();
+      dCum.head(a + rows) -= dS.colwise().sum().transpose();
+    }
+    dS *= h.scale;
     dPc.setZero(rows, d);  // d loss / d Q of the chunk
     dC.setZero(rows, d);   // d loss / d K of the chunk
     chunk_scores_backward<R>(dPc, dC, g[m], ch, ch.Q, ch.K, qc.WQ, dS.middleCols(a, rows));
@@ -448,6 +462,7 @@ void head_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const Hea
   RowsOut<R>(dq, h.T, d) += dQ;
   RowsOut<R>(dk, h.T, d) += dK;
   RowsOut<R>(dv, h.T, d) += dV;
+  if (h.cum) Eigen::Map<Vec<R>>(dcum, h.T) += dCum;
 }
 
 }  // namespace
@@ -455,16 +470,16 @@ void head_backward(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const Hea
 template <class R>
 struct HouseholderCache {
   // The inputs the heads were built from; backward rebuilds on any change.
-  const R *q = nullptr, *k = nullptr, *v = nullptr, *w = nullptr, *beta = nullptr;
+  const R *q = nullptr, *k = nullptr, *v = nullptr, *w = nullptr, *beta = nullptr, *cum = nullptr;
   int64_t B = 0, T = 0, H = 0, hd = 0;
   bool values = false;
   int chunk = 0;
   std::vector<HeadChunks<R>> heads;
 
-  bool holds(const R* q_, const R* k_, const R* v_, const R* w_, const R* beta_, AttentionShape s, bool values_,
-             int chunk_) const {
-    return q == q_ && k == k_ && v == v_ && w == w_ && beta == beta_ && B == s.B && T == s.T && H == s.H &&
-           hd == s.hd && values == values_ && chunk == chunk_ && !heads.empty();
+  bool holds(const R* q_, const R* k_, const R* v_, const R* w_, const R* beta_, const R* cum_, AttentionShape s,
+             bool values_, int chunk_) const {
+    return q == q_ && k == k_ && v == v_ && w == w_ && beta == beta_ && cum == cum_ && B == s.B && T == s.T &&
+           H == s.H && hd == s.hd && values == values_ && chunk == chunk_ && !heads.empty();
   }
 };
 
@@ -475,10 +490,11 @@ std::shared_ptr<HouseholderCache<R>> make_householder_cache() {
 
 template <class R>
 void householder_attention_forward_blocked(R* o, const R* q, const R* k, const R* v, const R* w, const R* beta,
-                                           bool values, AttentionShape s, int chunk, HouseholderCache<R>* cache) {
+                                           bool values, AttentionShape s, int chunk, HouseholderCache<R>* cache,
+                                           const R* cum) {
   const int64_t BH = int64_t(s.B) * s.H;
   if (cache) {  // the heads' buffers stay allocated from step to step
-    cache->q = q, cache->k = k, cache->v = v, cache->w = w, cache->beta = beta;
+    cache->q = q, cache->k = k, cache->v = v, cache->w = w, cache->beta = beta, cache->cum = cum;
     cache->B = s.B, cache->T = s.T, cache->H = s.H, cache->hd = s.hd, cache->values = values, cache->chunk = chunk;
     cache->heads.resize(BH);
   }
@@ -489,7 +505,7 @@ void householder_attention_forward_blocked(R* o, const R* q, const R* k, const R
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < BH; ++bh) {
       HeadChunks<R>& h = cache ? cache->heads[bh] : own;
-      h.build(q, k, v, w, beta, bh, s, chunk, values);
+      h.build(q, k, v, w, beta, cum, bh, s, chunk, values);
       head_forward(o + bh * s.T * s.hd, h, values, qc);
     }
   }
@@ -498,8 +514,9 @@ void householder_attention_forward_blocked(R* o, const R* q, const R* k, const R
 template <class R>
 void householder_attention_backward_blocked(R* dq, R* dk, R* dv, R* dw, R* dbeta, const R* d_o, const R* q,
                                             const R* k, const R* v, const R* w, const R* beta, bool values,
-                                            AttentionShape s, int chunk, HouseholderCache<R>* cache) {
-  const bool cached = cache && cache->holds(q, k, v, w, beta, s, values, chunk);
+                                            AttentionShape s, int chunk, HouseholderCache<R>* cache, const R* cum,
+                                            R* dcum) {
+  const bool cached = cache && cache->holds(q, k, v, w, beta, cum, s, values, chunk);
 #pragma omp parallel
   {
     HeadChunks<R> own;
@@ -507,9 +524,10 @@ void householder_attention_backward_blocked(R* dq, R* dk, R* dv, R* dw, R* dbeta
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < int64_t(s.B) * s.H; ++bh) {
       const int64_t at = bh * s.T * s.hd;
-      if (!cached) own.build(q, k, v, w, beta, bh, s, chunk, values);
+      if (!cached) own.build(q, k, v, w, beta, cum, bh, s, chunk, values);
       const HeadChunks<R>& h = cached ? cache->heads[bh] : own;
-      head_backward(dq + at, dk + at, dv + at, dw + at, dbeta + bh * s.T, d_o + at, h, values, qc);
+      head_backward(dq + at, dk + at, dv + at, dw + at, dbeta + bh * s.T, cum ? dcum + bh * s.T : nullptr, d_o + at,
+                    h, values, qc);
     }
   }
 }
@@ -517,10 +535,11 @@ void householder_attention_backward_blocked(R* dq, R* dk, R* dv, R* dw, R* dbeta
 #define ROUTELAB_HOUSEHOLDER_BLOCKED(R)                                                                          \
   template std::shared_ptr<HouseholderCache<R>> make_householder_cache<R>();                                     \
   template void householder_attention_forward_blocked<R>(R*, const R*, const R*, const R*, const R*, const R*,   \
-                                                         bool, AttentionShape, int, HouseholderCache<R>*);       \
+                                                         bool, AttentionShape, int, HouseholderCache<R>*,        \
+                                                         const R*);                                              \
   template void householder_attention_backward_blocked<R>(R*, R*, R*, R*, R*, const R*, const R*, const R*,      \
                                                           const R*, const R*, const R*, bool, AttentionShape, int, \
-                                                          HouseholderCache<R>*);
+                                                          HouseholderCache<R>*, const R*, R*);
 ROUTELAB_HOUSEHOLDER_BLOCKED(float)
 ROUTELAB_HOUSEHOLDER_BLOCKED(double)
 #undef ROUTELAB_HOUSEHOLDER_BLOCKED

@@ -11,6 +11,7 @@
 #include "nn/forget_gate.h"
 #include "nn/householder.h"
 #include "nn/layers.h"
+#include "nn/short_conv.h"
 #include "nn/model_pass.h"
 #include "nn/streams.h"
 #include "rng/stream.h"
@@ -52,7 +53,7 @@ LayerParams layer_params(const std::vector<ParamTensor>& ts, int l) {
           o("ln2b"), o("fcw"),   o("fcb"),  o("fcprojw"), o("fcprojb"),
           shared_angles != std::size_t(-1) ? shared_angles : o("angles"),
           o("fgw"),  o("fgb"),   o("hhw"),  o("hhb"),     o("hhu"),      o("hhc"),      o("psiw"),
-          o("psib")};
+          o("psib"), o("hhw1"),  o("hhw2"), o("hhconv")};
 }
 
 ParamOffsets param_offsets(const std::vector<ParamTensor>& ts, int layers) {
@@ -75,6 +76,8 @@ std::vector<ParamTensor> param_layout(const ModelConfig& m) {
   const int64_t nb = m.head_dim() / 2;
   const bool forget = scheme && scheme->forget;
   const bool householder = scheme && scheme->householder;
+  const bool path_w = scheme && scheme->path_w;
+  const int64_t r = path_rank(m);
   std::vector<ParamTensor> ts;
   std::size_t at = 0;
   auto add = [&](std::string name, std::vector<int64_t> shape, bool decay) {
@@ -102,7 +105,15 @@ std::vector<ParamTensor> param_layout(const ModelConfig& m) {
     if (forget) add(p + "fgw", {H, C}, true), add(p + "fgb", {H}, false);
     // Householder directions (every head's d_head rows) and, for PaTH's beta,
     // its logits; biases 0 at start (beta = 1).
-    if (householder) add(p + "hhw", {C, C}, true), add(p + "hhb", {C}, false);
+    if (householder && !path_w) add(p + "hhw", {C, C}, true), add(p + "hhb", {C}, false);
+    // PaTH's own directions: W1 (r, C), W2 (C, r) and the convolution's
+    // kernel (C, taps), Conv1d's (C, 1, taps) without its middle axis; no
+    // biases, as fla's. All start N(0, 0.02) (decayed weights): that is
+    // fla's PaTH model's own start (its _init_weights draws every nn.Linear
+    // and nn.Conv1d weight from N(0, initializer_range = 0.02), replacing
+    // PyTorch's uniform defaults) and GPT-2's, the rest of this model's.
+    if (path_w)
+      add(p + "hhw1", {r, C}, true), add(p + "hhw2", {C, r}, true), add(p + "hhconv", {C, kPathConvTaps}, true);
     if (householder && m.householder_beta == "path") add(p + "hhu", {H, C}, true), add(p + "hhc", {H}, false);
   }
   add("lnfw", {C}, false), add("lnfb", {C}, false);  // the final LayerNorm
@@ -119,6 +130,8 @@ std::size_t walk_activations(ActivationLayout<R>& a, R* base, const ModelConfig&
   const SchemeInfo* scheme = find_scheme(m.scheme);
   const std::size_t hh = scheme && scheme->householder ? 1 : 0;  // other schemes keep no steps
   const std::size_t psi = scheme && scheme->angles == AngleKind::projected ? 1 : 0;
+  const std::size_t path_w = scheme && scheme->path_w ? 1 : 0;
+  const std::size_t r = std::size_t(path_rank(m));
   a.layers.assign(m.layers, {});
   std::size_t total = 0;
   auto place = [&](R*& p, std::size_t n) {
@@ -144,6 +157,7 @@ std::size_t walk_activations(ActivationLayout<R>& a, R* base, const ModelConfig&
     place(L.hz, hh * N * C), place(L.hw, hh * N * C);
     place(L.hr, hh * N * m.heads), place(L.hbeta, hh * N * m.heads);
     place(L.psi, psi * N * nb);
+    place(L.hlow, path_w * N * r), place(L.hproj, path_w * N * C), place(L.hconv, path_w * N * C);
   }
   return total;
 }
@@ -290,11 +304,13 @@ struct CpuOps {
   }
   void householder_attention_forward(Layer& L, int l, AttentionShape shape) {
     nn::householder_attention_forward(L.o, L.q, L.k, L.v, L.hw, L.hbeta, scheme.values, shape,
-                                      HouseholderPath::blocked, 0, hh_cache ? (*hh_cache)[l].get() : nullptr);
+                                      HouseholderPath::blocked, 0, hh_cache ? (*hh_cache)[l].get() : nullptr,
+                                      scheme.forget ? L.cum : nullptr);
   }
   void householder_attention_backward(Layer& D, const Layer& L, int l, AttentionShape shape) {
     nn::householder_attention_backward(D.q, D.k, D.v, D.hw, D.hbeta, D.o, L.q, L.k, L.v, L.hw, L.hbeta,
-                                       scheme.values, shape, HouseholderPath::blocked, 0, (*hh_cache)[l].get());
+                                       scheme.values, shape, HouseholderPath::blocked, 0, (*hh_cache)[l].get(),
+                                       scheme.forget ? L.cum : nullptr, D.cum);
   }
   void zero_dtheta() { std::fill(theta.begin(), theta.end(), 0.0); }
   void angles_backward(R* dincrements, const double* dtheta) {

@@ -31,7 +31,7 @@ struct ParamTensor {
 
 // Every parameter tensor in buffer order, with its shape (see model.cpp for
 // each one's meaning). C = d_model, F = mlp_ratio C, V = vocab, H = heads,
-// nb = d_head / 2.
+// nb = d_head / 2, r = path_rank (nn/scheme.h).
 std::vector<ParamTensor> param_layout(const ModelConfig& m);
 // The number of parameters param_layout lays out.
 std::size_t param_count(const ModelConfig& m);
@@ -45,7 +45,7 @@ const ParamTensor& find_tensor(const std::vector<ParamTensor>& tensors, const st
 // learned_shared every layer's `angles` is the one table "angles".
 struct LayerParams {
   std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb, angles, fgw, fgb,
-      hhw, hhb, hhu, hhc, psiw, psib;
+      hhw, hhb, hhu, hhc, psiw, psib, hhw1, hhw2, hhconv;
 };
 LayerParams layer_params(const std::vector<ParamTensor>& tensors, int layer);
 
@@ -84,6 +84,9 @@ struct ActivationLayout {
     R *hz, *hw;                    // Householder: (N, C) directions before normalising; (B, H, T, hd) unit w
     R *hr, *hbeta;                 // Householder: (N, H) beta logits (PaTH's beta); (B, H, T) beta
     R *psi;                        // projected angles: (N, nb) the increments W_psi xhat + b_psi
+    // PaTH's directions (path_*): (N, r) W1 xhat; (N, C) W2 of that, the
+    // convolution's input; (N, C) the convolution before SiLU (hz after it).
+    R *hlow, *hproj, *hconv;
   };
   R *encoded;                  // (N, C) token embeddings
   R *lnf, *lnf_mean, *lnf_rstd;  // (N, C) final LayerNorm; (N) mean and 1/std

@@ -13,7 +13,8 @@
 // Ops provides, for buffers of R:
 //   encoder_forward/backward, layernorm_forward/backward, matmul_forward/
 //   backward, forget_gate_forward/backward, householder_steps_forward/
-//   backward, split_heads_forward/backward, attention_forward/backward,
+//   backward, short_conv_forward/backward (nn/short_conv.h),
+//   split_heads_forward/backward, attention_forward/backward,
 //   merge_heads_forward/backward, residual_forward/backward, gelu_forward/
 //   backward, crossentropy_forward/backward: as the CPU functions (all but
 //   the matmuls by ROUTELAB_PASS_LAYERS below);
@@ -21,7 +22,8 @@
 //   layer_angles(L, lp, l): layer l's (cos, sin) into L.cs (projected angles
 //     from L.psi, which the pass has computed);
 //   watch_attention(l, L, shape): sees q, k and the steps before attention;
-//   householder_attention_forward(L, l, shape) / _backward(D, L, l, shape);
+//   householder_attention_forward(L, l, shape) / _backward(D, L, l, shape)
+//     (with the forget gate's L.cum, and D.cum its gradient, under a gate);
 //   zero_dtheta(), angles_backward(dincrements, dtheta): d loss / d the
 //     layer's increments (table rows or psi) from d loss / d theta.
 #pragma once
@@ -51,7 +53,8 @@
   ROUTELAB_PASS_LAYER(ns, split_heads_forward) ROUTELAB_PASS_LAYER(ns, split_heads_backward)             \
   ROUTELAB_PASS_LAYER(ns, merge_heads_forward) ROUTELAB_PASS_LAYER(ns, merge_heads_backward)             \
   ROUTELAB_PASS_LAYER(ns, attention_forward) ROUTELAB_PASS_LAYER(ns, attention_backward)                 \
-  ROUTELAB_PASS_LAYER(ns, householder_steps_forward) ROUTELAB_PASS_LAYER(ns, householder_steps_backward)
+  ROUTELAB_PASS_LAYER(ns, householder_steps_forward) ROUTELAB_PASS_LAYER(ns, householder_steps_backward)     \
+  ROUTELAB_PASS_LAYER(ns, short_conv_forward) ROUTELAB_PASS_LAYER(ns, short_conv_backward)
 
 namespace routelab::nn {
 
@@ -64,6 +67,7 @@ void model_forward(Ops& ops, const ModelConfig& m, const SchemeInfo& scheme, con
   const AttentionShape shape{B, T, m.heads, m.head_dim()};
   const bool rotary = scheme.angles != AngleKind::none;
   const bool path_beta = m.householder_beta == "path";
+  const int r = path_rank(m);
   const std::size_t wte = at.wte, lnfw = at.lnfw, lnfb = at.lnfb;
 
   ops.encoder_forward(a.encoded, tokens, P + wte, N, int(C));
@@ -81,7 +85,13 @@ void model_forward(Ops& ops, const ModelConfig& m, const SchemeInfo& scheme, con
       ops.matmul_forward(L.psi, L.ln1, P + lp.psiw, P + lp.psib, N, int(C), m.head_dim() / 2);
     if (rotary) ops.layer_angles(L, lp, l);
     if (scheme.householder) {
-      ops.matmul_forward(L.hz, L.ln1, P + lp.hhw, P + lp.hhb, N, int(C), int(C));
+      if (scheme.path_w) {  // z = silu(conv(W2 W1 ln1)), PaTH's own directions
+        ops.matmul_forward(L.hlow, L.ln1, P + lp.hhw1, static_cast<const R*>(nullptr), N, int(C), r);
+        ops.matmul_forward(L.hproj, L.hlow, P + lp.hhw2, static_cast<const R*>(nullptr), N, r, int(C));
+        ops.short_conv_forward(L.hz, L.hconv, L.hproj, P + lp.hhconv, B, T, int(C), kPathConvTaps);
+      } else {
+        ops.matmul_forward(L.hz, L.ln1, P + lp.hhw, P + lp.hhb, N, int(C), int(C));
+      }
       if (path_beta) ops.matmul_forward(L.hr, L.ln1, P + lp.hhu, P + lp.hhc, N, int(C), m.heads);
       ops.householder_steps_forward(L.hw, L.hbeta, L.hz, path_beta ? L.hr : nullptr, shape);
     }
@@ -119,6 +129,7 @@ void model_backward(Ops& ops, const ModelConfig& m, const SchemeInfo& scheme, co
   const bool rotary = scheme.angles != AngleKind::none;
   const bool projected = scheme.angles == AngleKind::projected;
   const bool path_beta = m.householder_beta == "path";
+  const int r = path_rank(m);
 
   const std::size_t wte = at.wte, lnfw = at.lnfw, lnfb = at.lnfb;
   ops.crossentropy_backward(g.logits, a.logits, targets, R(1.0 / double(N)), N, int(V));
@@ -148,7 +159,15 @@ void model_backward(Ops& ops, const ModelConfig& m, const SchemeInfo& scheme, co
     if (scheme.householder) {
       ops.householder_attention_backward(D, L, l, shape);
       ops.householder_steps_backward(D.hz, path_beta ? D.hr : nullptr, D.hw, D.hbeta, L.hz, L.hbeta, shape);
-      ops.matmul_backward(D.ln1, G + lp.hhw, G + lp.hhb, D.hz, L.ln1, P + lp.hhw, N, int(C), int(C));
+      if (scheme.path_w) {
+        ops.short_conv_backward(D.hproj, G + lp.hhconv, D.hz, L.hconv, L.hproj, P + lp.hhconv, B, T, int(C),
+                                kPathConvTaps);
+        ops.matmul_backward(D.hlow, G + lp.hhw2, static_cast<R*>(nullptr), D.hproj, L.hlow, P + lp.hhw2, N, r,
+                            int(C));
+        ops.matmul_backward(D.ln1, G + lp.hhw1, static_cast<R*>(nullptr), D.hlow, L.ln1, P + lp.hhw1, N, int(C), r);
+      } else {
+        ops.matmul_backward(D.ln1, G + lp.hhw, G + lp.hhb, D.hz, L.ln1, P + lp.hhw, N, int(C), int(C));
+      }
       if (path_beta)
         ops.matmul_backward(D.ln1, G + lp.hhu, G + lp.hhc, D.hr, L.ln1, P + lp.hhu, N, int(C), m.heads);
     } else {

@@ -1,5 +1,6 @@
 #include "nn/scheme.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -23,6 +24,10 @@ const std::vector<SchemeInfo>& all_schemes() {
       {"householder_qkv", AngleKind::none, true, false, false, true},
       {"projected_qk", AngleKind::projected, false, false},
       {"projected_qkv", AngleKind::projected, true, false},
+      {"fox", AngleKind::none, false, false, true},
+      {"path_qk", AngleKind::none, false, false, false, true, true},
+      {"path_qkv", AngleKind::none, true, false, false, true, true},
+      {"path_qk_forget", AngleKind::none, false, false, true, true, true},
   };
   return s;
 }
@@ -32,6 +37,8 @@ const SchemeInfo* find_scheme(const std::string& name) {
     if (s.name == name) return &s;
   return nullptr;
 }
+
+int path_rank(const ModelConfig& m) { return std::min(kPathRank, m.d_model); }
 
 std::string scheme_names() {
   std::string out;

@@ -24,6 +24,31 @@
 //                        at 0 and 2, a contraction along w_t in between;
 //                        "reflection": beta = 2, pure reflections, the case
 //                        the paper's theorems cover.
+//   path_qk/_qkv         PaTH's own directions, as flash-linear-attention's
+//                        PaTHAttention makes them (fla/layers/path_attn.py,
+//                        low-rank w, use_w_shortconv): z_t = W2 W1 x_t
+//                        (W1: d_model -> r, W2: r -> d_model, no biases,
+//                        r = min(32, d_model): fla's 32, smaller only when
+//                        d_model is), then a causal depthwise convolution of
+//                        3 taps per channel, no bias, and SiLU
+//                        (nn/short_conv.h), then each head's slice made a
+//                        unit vector; beta and the transport as householder_*
+//                        (householder_beta too). So w_t sees x_{t-2}, x_{t-1}
+//                        and x_t. Why it matters: with one layer the key of a
+//                        bit written after a `w` cannot know the `w` precedes
+//                        it (k_j reads x_j alone), and neither can a step made
+//                        from x_t alone; the convolution lets the step at the
+//                        bit see the instruction before it, so the route from
+//                        the latest write to the read can mark it (the
+//                        flip-flop task, issue 51). householder_qk/_qkv keep
+//                        w_t = unit(W x_t + b): the committed runs used them.
+//   path_qk_forget       PaTH-FoX: path_qk's transport plus the forget gate's
+//                        bias cum_i - cum_j on the transported scores
+//                        (nn/forget_gate.h; fla's PaTHAttention with
+//                        use_forget_gate).
+//   fox                  NoPE with the forget gate's bias (the Forgetting
+//                        Transformer, the "FoX" row of PaTH's tables): no
+//                        angles, scores q.k / sqrt(hd) + cum_i - cum_j.
 // The rotary schemes rotate q and k by theta; the _qkv ones (and rope_qkv)
 // also rotate value j by +theta_j and the weighted sum for query i by
 // -theta_i, so values travel by the same route as scores.
@@ -49,7 +74,17 @@ struct SchemeInfo {
   bool alibi;
   bool forget = false;  // a data-dependent forget gate biases the scores
   bool householder = false;  // PaTH's Householder steps transport q (and v)
+  // The steps' directions by PaTH's own layer (low rank, short convolution)
+  // rather than one projection of x_t.
+  bool path_w = false;
 };
+
+// PaTH's low-rank direction projection: fla's rank 32, or d_model when that
+// is smaller (a rank above d_model adds parameters and nothing else).
+constexpr int kPathRank = 32;
+int path_rank(const ModelConfig& m);
+// Taps of the convolution over the directions (fla's conv_size).
+constexpr int kPathConvTaps = 3;
 
 const std::vector<SchemeInfo>& all_schemes();
 const SchemeInfo* find_scheme(const std::string& name);  // nullptr if unknown

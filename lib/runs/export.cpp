@@ -27,7 +27,8 @@ const LeafName kLeaves[] = {
     {"fcprojw", "mlp.wproj"},  {"fcprojb", "mlp.bproj"}, {"angles", "angles"},       {"psiw", "psi.w"},
     {"psib", "psi.b"},         {"fgw", "forget.w"},      {"fgb", "forget.b"},        {"hhw", "householder.w"},
     {"hhb", "householder.b"},  {"hhu", "householder.u"}, {"hhc", "householder.c"},   {"wte", "embed"},
-    {"lnfw", "ln_f.weight"},   {"lnfb", "ln_f.bias"},
+    {"lnfw", "ln_f.weight"},   {"lnfb", "ln_f.bias"},    {"hhw1", "householder.w1"}, {"hhw2", "householder.w2"},
+    {"hhconv", "householder.conv"},
 };
 
 }  // namespace

@@ -36,16 +36,23 @@ double score_scale(int hd) {
   return double(R(1) / std::sqrt(R(hd)));
 }
 
+// Adds the score bias to query i's logits l_0..l_i: ALiBi's -slope (i - j)
+// and the forget gate's cum_i - cum_j (cum the head's row, or null).
+template <class R>
+void add_score_bias(double* logits, double slope, const R* cum, int64_t i) {
+  if (slope != 0)
+    for (int64_t j = 0; j <= i; ++j) logits[j] -= slope * double(i - j);
+  if (cum)
+    for (int64_t j = 0; j <= i; ++j) logits[j] += double(cum[i]) - double(cum[j]);
+}
+
 // Query i's logits from one head's q and k already in double (T x hd each).
 template <class R>
 void row_logits(double* logits, const MatD& Q, const MatD& K, double scale, double slope, const R* cum, int64_t i) {
   Eigen::Map<Eigen::VectorXd> l(logits, i + 1);
   l.noalias() = K.topRows(i + 1) * Q.row(i).transpose();
   l *= scale;
-  if (slope != 0)
-    for (int64_t j = 0; j <= i; ++j) l(j) -= slope * double(i - j);
-  if (cum)
-    for (int64_t j = 0; j <= i; ++j) l(j) += double(cum[i]) - double(cum[j]);
+  add_score_bias(logits, slope, cum, i);
 }
 
 // One head's q or k, (T, hd) rows of the (B, H, T, hd) tensor, in double.
@@ -126,12 +133,14 @@ void probe_attention(HeadProbe* heads, const R* q, const R* k, nn::ScoreBias<R> 
 #pragma omp for schedule(dynamic, 16)
     for (int64_t task = 0; task < BH * rows; ++task) {
       const int64_t bh = task / rows, i = window + 1 + task % rows;
+      const double slope = bias.slopes ? bias.slopes[bh % s.H] : 0.0;
+      const R* cum = bias.cum ? bias.cum + bh * T : nullptr;
       if (hh_w) {
         nn::householder_row_logits(transported.data(), q, k, hh_w, hh_beta, bh, i, s);
         std::copy(transported.begin(), transported.begin() + i + 1, logits.begin());
+        add_score_bias(logits.data(), slope, cum, i);
       } else {
-        row_logits(logits.data(), Q[bh], K[bh], scale, bias.slopes ? bias.slopes[bh % s.H] : 0.0,
-                   bias.cum ? bias.cum + bh * T : nullptr, i);
+        row_logits(logits.data(), Q[bh], K[bh], scale, slope, cum, i);
       }
       stats[task] = attention_row_stats(logits.data(), i + 1, window);
     }
@@ -344,9 +353,10 @@ std::vector<double> ReflectionStats::mean_step_eigenvalues(std::size_t at) const
   return {eig.eigenvalues().data(), eig.eigenvalues().data() + hd_};
 }
 
-std::vector<BlockGap> ReflectionStats::gaps(double eps, double beta_init) const {
+std::vector<BlockGap> ReflectionStats::gaps(double eps, double beta_init, int init_span) const {
   std::vector<BlockGap> out;
   const long long window_init = theory::mixing_window(beta_init, eps);
+  const int unvisited = std::max(0, hd_ - init_span);
   for (int l = 0; l < layers_; ++l)
     for (int h = 0; h < heads_; ++h) {
       std::vector<double> lambda = mean_step_eigenvalues(std::size_t(l) * heads_ + h);
@@ -354,8 +364,10 @@ std::vector<BlockGap> ReflectionStats::gaps(double eps, double beta_init) const 
       for (int j = 0; j < hd_; ++j) {
         // An eigenvalue within rounding of 1 is a direction never visited.
         const double beta = std::abs(lambda[j]) > 1 - 1e-12 ? 1.0 : std::abs(lambda[j]);
+        const bool spanned = j >= unvisited;
         out.push_back({l, h * hd_ + j, std::numeric_limits<double>::quiet_NaN(), beta, lambda[j] < 0 ? M_PI : 0.0,
-                       theory::mixing_window(beta, eps), beta_init, window_init, "stream"});
+                       theory::mixing_window(beta, eps), spanned ? beta_init : 1.0, spanned ? window_init : -1,
+                       "stream"});
       }
     }
   return out;
@@ -382,9 +394,21 @@ std::vector<PhaseRow> ReflectionStats::rows() const {
   return out;
 }
 
+int initial_reflection_span(const nn::ModelConfig& m) {
+  const nn::SchemeInfo* s = nn::find_scheme(m.scheme);
+  const int hd = m.head_dim();
+  return s && s->path_w ? std::min(hd, nn::kPathConvTaps * nn::path_rank(m)) : hd;
+}
+
 double initial_reflection_beta(const nn::ModelConfig& m) {
   const double b0 = m.householder_beta == "reflection" ? 2.0 : 1.0;
-  return std::abs(1 - b0 / double(m.head_dim()));
+  return std::abs(1 - b0 / double(initial_reflection_span(m)));
+}
+
+std::string probe_unreadable(const nn::SchemeInfo& s) {
+  if (s.householder && s.angles != nn::AngleKind::none)
+    return "it transports by rotary angles and Householder steps at once, and the probe reads one or the other";
+  return "";
 }
 
 BlockShares::BlockShares(int layers, int nb)
@@ -569,6 +593,9 @@ std::string probe_runs(const ProbeOptions& o) {
     if (std::count(o.runs.begin(), o.runs.end(), dir) > 1)
       throw ConfigError(fmt::format("--run: {} is named more than once", dir));
     const RunConfig c = load_run_dir_config(dir);
+    if (const std::string why = probe_unreadable(*nn::find_scheme(c.model.scheme)); !why.empty())
+      throw ConfigError(fmt::format("--run: {} has scheme {}, which the probe cannot read: {}", dir, c.model.scheme,
+                                    why));
     std::vector<int64_t> lengths;
     try {
       lengths = parse_lengths(o.lengths, c.model.context);
@@ -681,7 +708,8 @@ std::string probe_runs(const ProbeOptions& o) {
       if (o.progress)
         fmt::print(stderr, "probe {} phases: {} windows of {} in {:.1f} s\n", dir, (val.size() - 1) / T, T, phase_secs);
     }
-    const std::vector<BlockGap> gaps = reflects ? reflections.gaps(o.eps, initial_reflection_beta(c.model))
+    const std::vector<BlockGap> gaps = reflects ? reflections.gaps(o.eps, initial_reflection_beta(c.model),
+                                                                   initial_reflection_span(c.model))
                                                 : angle_gaps(model, freq, o.eps, phases.step_harmonics());
     const std::vector<double> share = shares.shares();
     for (int l = 0; l < layers && !gaps.empty(); ++l) {
@@ -751,8 +779,9 @@ std::string probe_runs(const ProbeOptions& o) {
                     "rope 1); householder: block = head * head_dim + j, the j-th eigendirection (by decreasing beta) of "
                     "the head's mean step M = E[I - beta_t w_t w_t^T] over every position of the validation stream "
                     "in training-length windows, beta = |1 - mu_j| its eigenvalue's modulus (Example 2), drift 0 or "
-                    "pi by its sign, frequency empty, beta_init |1 - b0/head_dim| for isotropic w (b0 = 1 PaTH, 2 "
-                    "reflection); score_share: E|q_b| E|k_b| over the same windows as a share of the layer's sum "
+                    "pi by its sign, frequency empty, beta_init |1 - b0/span| for w isotropic in the span it has at "
+                    "the start (b0 = 1 PaTH, 2 reflection; span = head_dim, path_*: min(head_dim, 3 r)), 1 outside "
+                    "it; score_share: E|q_b| E|k_b| over the same windows as a share of the layer's sum "
                     "over blocks (empty for householder)"},
          {"phases", "over the same training-length windows, per layer and distance n (T/8, T/4, T/2): X_b = "
                     "cos(theta_{i,b} - theta_{i-n,b}) for i >= n; variance_ratio = Var(sum_b X_b) / sum_b "

@@ -87,7 +87,8 @@ struct HeadProbe {
 // into heads[0..H)). Rows are computed in parallel and added in a fixed order,
 // so the sums do not depend on the thread count.
 // Under Householder transport (hh_w not null) the logits are the transported
-// scores k_j^T H_{j+1} ... H_i q_i / sqrt(hd) (nn/householder.h).
+// scores k_j^T H_{j+1} ... H_i q_i / sqrt(hd) (nn/householder.h), plus the
+// same score bias.
 template <class R>
 void probe_attention(HeadProbe* heads, const R* q, const R* k, nn::ScoreBias<R> bias, const R* hh_w, const R* hh_beta,
                      nn::AttentionShape s, int64_t window);
@@ -186,8 +187,9 @@ class ReflectionStats {
   void add(int layer, const R* w, const R* beta, nn::AttentionShape s);
   // Rows as BlockGap: block = head hd + j, each head's directions by
   // decreasing beta; frequency NaN (an empty cell); drift 0 or pi (the sign of 1 - mu_j);
-  // source "stream"; beta_init as given.
-  std::vector<BlockGap> gaps(double eps, double beta_init) const;
+  // source "stream"; beta_init as given for the last init_span directions of
+  // each head, 1 (never visited at the start) for the hd - init_span before.
+  std::vector<BlockGap> gaps(double eps, double beta_init, int init_span) const;
   // Per layer and distance, the mean over heads; variance_ratio and
   // mean_abs_corr NaN.
   std::vector<PhaseRow> rows() const;
@@ -203,9 +205,20 @@ class ReflectionStats {
   std::vector<int64_t> products_;  // per layer: products of each head at each distance
 };
 
-// M's beta at initialisation for isotropic w (E w w^T = I/hd): |1 - b0/hd|,
-// b0 = 1 for PaTH's 2 sigmoid(0), 2 for reflections (Example 2's 1 - 2/d).
+// The dimensions of a head that the steps' directions span at
+// initialisation: hd for householder_* (w = unit(W x + b), W full rank);
+// min(hd, 3 r) for path_*, whose w is SiLU of three per-channel rescalings
+// of W2's rank-r output (SiLU is linear to 1e-3 at the N(0, 0.02) start).
+int initial_reflection_span(const nn::ModelConfig& m);
+// M's beta at initialisation along the span for w isotropic in it
+// (E w w^T = I/span there): |1 - b0/span|, b0 = 1 for PaTH's 2 sigmoid(0),
+// 2 for reflections (Example 2's 1 - 2/d); 1 outside the span.
 double initial_reflection_beta(const nn::ModelConfig& m);
+
+// Why the probe cannot read a model of this scheme, or empty: its rows read
+// one kind of transport (rotary angles or Householder steps), so a scheme
+// with both would be written half read. Refused before any work.
+std::string probe_unreadable(const nn::SchemeInfo& s);
 
 // How much of the q.k score each rotary block can carry: per layer and block
 // b, E|q_b| E|k_b| over batch, heads and positions, as a share of the sum

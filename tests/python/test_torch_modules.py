@@ -20,7 +20,8 @@ from torch.overrides import TorchFunctionMode
 import routelab.torch as rt
 
 # Every scheme, the Householder ones in both beta modes.
-VARIANTS = [(s, "path") for s in rt.SCHEMES] + [("householder_qk", "reflection"), ("householder_qkv", "reflection")]
+VARIANTS = [(s, "path") for s in rt.SCHEMES]
+VARIANTS += [(s, "reflection") for s in rt.SCHEMES if rt.SCHEMES[s].steps != "none"]
 TRAIN_LEN = 16
 DEVICE = os.environ.get("ROUTELAB_TEST_DEVICE")  # another device to run every module on, against the CPU
 
@@ -66,18 +67,42 @@ class DecodingMatchesFullForward(unittest.TestCase):
                     err = (full - got).abs().max().item() / full.abs().max().item()
                     self.assertLess(err, tol)
 
+    def test_padded_rows_in_pieces(self):
+        """Padding that a piece boundary cuts through (the pieces' masks the full mask's slices) decodes to the
+        full padded forward at the real positions: the cache keeps which keys were padding and, for PaTH's
+        convolution, the last real inputs."""
+        T = 9
+        g = torch.Generator().manual_seed(12)
+        h = torch.randn(2, T, 12, dtype=torch.float64, generator=g)
+        tokens = torch.randint(0, 256, (2, T), generator=g)
+        pad = torch.zeros(2, T, dtype=torch.bool)
+        pad[0, 3:6] = True
+        pad[1, :2] = True
+        for scheme, beta in VARIANTS:
+            with self.subTest(scheme=scheme, beta=beta):
+                a = layer(scheme, beta)
+                with torch.no_grad():
+                    full = a(h, tokens, key_padding_mask=pad)
+                    cache = a.new_cache()
+                    got = torch.cat([a(h[:, i:j], tokens[:, i:j], cache, key_padding_mask=pad[:, i:j])
+                                     for i, j in ((0, 4), (4, 5), (5, 7), (7, T))], dim=1)
+                self.assertLess(worst(got[~pad], full[~pad]), 1e-12)
+
     def test_a_wrong_cache_is_caught(self):
-        # The comparison above can fail: a decode whose cache forgot the running angle sum differs.
-        m = tiny("learned_qkv")
+        # The comparison above can fail: a decode whose cache forgot the running angle sum differs, and so does
+        # one whose cache forgot PaTH's convolution input (the two positions before the piece).
         tokens = torch.randint(0, 256, (1, 6), generator=torch.Generator().manual_seed(2))
-        with torch.no_grad():
-            full = m(tokens)
-            cache = m.new_cache()
-            m(tokens[:, :3], cache)
-            for c in cache:
-                c.angle_sum = None
-            late = m(tokens[:, 3:], cache)
-        self.assertGreater((full[:, 3:] - late).abs().max().item(), 1e-3)
+        for scheme, forget in (("learned_qkv", "angle_sum"), ("path_qkv", "conv")):
+            with self.subTest(scheme=scheme):
+                m = tiny(scheme)
+                with torch.no_grad():
+                    full = m(tokens)
+                    cache = m.new_cache()
+                    m(tokens[:, :3], cache)
+                    for c in cache:
+                        setattr(c, forget, None)
+                    late = m(tokens[:, 3:], cache)
+                self.assertGreater((full[:, 3:] - late).abs().max().item(), 1e-3)
 
 
 class BackwardMatchesFiniteDifferences(unittest.TestCase):
@@ -162,14 +187,33 @@ class FunctionsMatchModules(unittest.TestCase):
                 self.assertLess(worst(got, a(h, tokens)), 1e-12)
 
     def test_householder_attention(self):
-        for scheme, beta in (("householder_qk", "path"), ("householder_qkv", "reflection")):
+        for scheme, beta in (("householder_qk", "path"), ("householder_qkv", "reflection"), ("path_qkv", "path"),
+                             ("path_qk_forget", "path")):
             with self.subTest(scheme=scheme):
                 a = layer(scheme, beta)
                 h = torch.randn(2, 11, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
                 q, k, v = split(a, h)
                 w, b = a.steps(h)
-                o = rt.householder_attention_reference(q, k, v, w, b, transport_values=a.transport_values)
+                log_forget = torch.nn.functional.logsigmoid(a.forget(h)) if a.forget is not None else None
+                o = rt.householder_attention_reference(q, k, v, w, b, log_forget,
+                                                       transport_values=a.transport_values)
                 self.assertLess(worst(a.wo(o.reshape(h.shape)), a(h)), 1e-12)
+
+    def test_path_directions_are_a_causal_depthwise_conv1d(self):
+        """PaTH's directions: silu of PyTorch's Conv1d (groups = channels, padding taps - 1, the first T outputs:
+        flash-linear-attention's ShortConvolution) over w2 w1 h, each head's slice made a unit vector."""
+        a = layer("path_qk", "path")
+        h = torch.randn(2, 9, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(13))
+        s = a.steps
+        z = s.w2(s.w1(h)).transpose(1, 2)  # (B, C, T)
+        taps = s.conv.shape[1]
+        y = torch.nn.functional.conv1d(z, s.conv[:, None, :], padding=taps - 1, groups=12)[..., :9]
+        d = torch.nn.functional.silu(y).transpose(1, 2).reshape(2, 9, 3, 4)
+        w, _ = s(h)
+        self.assertLess(worst(w, d / d.norm(dim=-1, keepdim=True)), 1e-14)
+        # Rank min(32, d_model), as lib/nn/scheme.h's path_rank.
+        self.assertEqual(tuple(s.w1.weight.shape), (12, 12))
+        self.assertEqual(tuple(rt.PathSteps(64, 2).w2.weight.shape), (64, 32))
 
 
 class AsPyTorchUsersHoldThem(unittest.TestCase):
@@ -180,6 +224,9 @@ class AsPyTorchUsersHoldThem(unittest.TestCase):
         hh = rt.HouseholderAttention(16, 2)
         self.assertTrue({"steps.direction", "steps.size"} <=
                         {name for name, m in hh.named_modules() if isinstance(m, nn.Linear)})
+        path = rt.HouseholderAttention(16, 2, steps="path", forget_gate=True)
+        self.assertTrue({"steps.w1", "steps.w2", "steps.size", "forget"} <=
+                        {name for name, m in path.named_modules() if isinstance(m, nn.Linear)})
         self.assertIsNone(rt.RotaryAttention(16, 2, bias=False).wq.bias)
         self.assertEqual(rt.RotaryAttention(16, 2, dtype=torch.float64).wo.weight.dtype, torch.float64)
 

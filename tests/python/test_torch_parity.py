@@ -6,7 +6,7 @@ the training length and 4x it. Prints one line per model with the worst differen
 
 A check that cannot fail checks nothing: on one model of each kind of scheme (PLANTED) the same comparison
 runs again with the torch model perturbed (RoPE's frequencies, the random angles' seed, ALiBi's slopes, the
-final layer norm's bias) and must fail. Exit status 1 if an honest model fails or a perturbed one passes.
+forget gate's bias, PaTH's convolution taps, the final layer norm's bias) and must fail. Exit status 1 if an honest model fails or a perturbed one passes.
 
   PYTHONPATH=BUILD/python /usr/bin/python3 tests/python/test_torch_parity.py --routelab BUILD/routelab
       [--keep DIR] [--only a,b]
@@ -31,12 +31,12 @@ from helpers import make_corpus, run_cli, tiny_config
 VAL_BYTES = 9000
 # (name, scheme, extra [model] lines): every scheme, the learned ones also with one shared table, the
 # Householder ones in both beta modes.
-VARIANTS = [(s, s, "") for s in rt.SCHEMES if not s.startswith("householder")]
+HOUSEHOLDER = [s for s in rt.SCHEMES if rt.SCHEMES[s].steps != "none"]
+VARIANTS = [(s, s, "") for s in rt.SCHEMES if s not in HOUSEHOLDER]
 VARIANTS += [("learned_qkv-shared", "learned_qkv", "learned_shared = true\n")]
-VARIANTS += [(f"{s}-{b}", s, f'householder_beta = "{b}"\n') for s in ("householder_qk", "householder_qkv")
-             for b in ("path", "reflection")]
+VARIANTS += [(f"{s}-{b}", s, f'householder_beta = "{b}"\n') for s in HOUSEHOLDER for b in ("path", "reflection")]
 # The variants whose perturbed copy must fail: one per kind of positional transport.
-PLANTED = {"nope", "rope", "random_qkv", "alibi", "householder_qkv-path"}
+PLANTED = {"nope", "rope", "random_qkv", "alibi", "fox", "householder_qkv-path", "path_qkv-path", "path_qk_forget-path"}
 TOL_BPB, TOL_LOSS = rt.TOL_BPB, rt.TOL_LOSS
 
 
@@ -121,7 +121,13 @@ def plant(model):
     attn = [blk.attn for blk in model.layers]
     undo = lambda: None  # noqa: E731
     with torch.no_grad():
-        if attn[0].alibi:
+        if attn[0].forget is not None and attn[0].angles is None:
+            for a in attn:
+                a.forget.bias -= 0.1  # every gate a little more closed
+        elif attn[0].step_kind == "path":
+            for a in attn:
+                a.steps.conv.copy_(a.steps.conv.flip(1))  # the convolution's taps in the other order
+        elif attn[0].alibi:
             slopes = rt.attention.alibi_slopes
             rt.attention.alibi_slopes = lambda heads, device=None: slopes(heads, device) * 1.01
 

@@ -11,8 +11,9 @@ docs/python.md has the walk-through; attention.py the modules, rotary.py and hou
 """
 from . import philox
 from .attention import (ANGLES, EVAL_PASS, SCHEMES, STEPS, AccumulatedRotaryAttention, ALiBiAttention,
-                        AttentionCache, HouseholderAttention, HouseholderSteps, LearnedAngles, ProjectedAngles,
-                        RandomAngles, RopeAngles, RotaryAttention, Scheme, SchemeAttention, attention_for_scheme)
+                        AttentionCache, HouseholderAttention, HouseholderSteps, LearnedAngles, PathSteps,
+                        ProjectedAngles, RandomAngles, RopeAngles, RotaryAttention, Scheme, SchemeAttention,
+                        attention_for_scheme)
 from .householder import householder_attention, householder_attention_reference, householder_step
 from .mixing import attention_modules, byte_frequencies, mixing_window, mixing_windows, token_frequencies
 from .model import (TOL_BPB, TOL_LOSS, RoutelabModel, bits_per_byte, compare, evaluate, from_safetensors,
@@ -21,9 +22,10 @@ from .rotary import (accumulate, accumulated_rotary_attention, alibi_slopes, att
                      rotate, wrap)
 
 __all__ = ["ANGLES", "EVAL_PASS", "SCHEMES", "STEPS", "AccumulatedRotaryAttention", "ALiBiAttention",
-           "AttentionCache", "HouseholderAttention", "HouseholderSteps", "LearnedAngles", "ProjectedAngles",
-           "RandomAngles", "RopeAngles", "RotaryAttention", "Scheme", "SchemeAttention", "attention_for_scheme",
-           "householder_attention", "householder_attention_reference", "householder_step", "attention_modules",
+           "AttentionCache", "HouseholderAttention", "HouseholderSteps", "LearnedAngles", "PathSteps",
+           "ProjectedAngles", "RandomAngles", "RopeAngles", "RotaryAttention", "Scheme", "SchemeAttention",
+           "attention_for_scheme", "householder_attention", "householder_attention_reference", "householder_step",
+           "attention_modules",
            "byte_frequencies", "mixing_window", "mixing_windows", "token_frequencies", "TOL_BPB", "TOL_LOSS",
            "RoutelabModel", "bits_per_byte", "compare", "evaluate", "from_safetensors", "load_safetensors",
            "read_eval_bpb", "read_losses", "accumulate", "accumulated_rotary_attention", "alibi_slopes", "attend",

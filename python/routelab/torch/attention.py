@@ -16,7 +16,8 @@ the same ones); in eval mode the pass is EVAL_PASS, routelab eval's first pass, 
 Incremental decoding: pass a cache (new_cache(), or RoutelabModel.new_cache()) and feed the sequence in
 pieces, one token or many; each piece continues the running angle sum, keeps the keys and values already
 rotated, and for Householder transport carries the cached keys (and values) forward through each new step as
-PaTH's layer does, so the outputs are the full forward's.
+PaTH's layer does, and for PaTH's own directions (path_*) keeps the short convolution's input at the last two
+positions, so the outputs are the full forward's.
 """
 import math
 from typing import NamedTuple
@@ -58,7 +59,12 @@ SCHEMES = {
     "householder_qkv": Scheme("none", True, steps="householder"),
     "projected_qk": Scheme("projected"),
     "projected_qkv": Scheme("projected", True),
+    "fox": Scheme("none", forget_gate=True),
+    "path_qk": Scheme("none", steps="path"),
+    "path_qkv": Scheme("none", True, steps="path"),
+    "path_qk_forget": Scheme("none", forget_gate=True, steps="path"),
 }
+PATH_RANK, PATH_CONV_TAPS = 32, 3  # lib/nn/scheme.h kPathRank, kPathConvTaps
 
 EVAL_PASS = 1 << 36  # lib/runs/eval.h kEvalPass: the pass id of evaluation pass 0
 TRAIN_PASSES = 1 << 36  # training draws its pass ids below EVAL_PASS, as routelab's steps are
@@ -82,8 +88,8 @@ def _linear(n_out, n_in, bias, device, dtype):
 class AttentionCache:
     """What one attention layer keeps between pieces of a decoded sequence: the positions seen, the running
     (unwrapped, float64) angle sum per block, the keys and values as attention reads them (rotated; under
-    Householder transport carried to the last position), the forget gate's running log sum per key, and which
-    keys were padding."""
+    Householder transport carried to the last position), the forget gate's running log sum per key, which keys
+    were padding, and PaTH's short convolution's input at the last two real positions (path_*)."""
 
     def __init__(self, pass_id=EVAL_PASS):
         self.pos = 0
@@ -92,6 +98,7 @@ class AttentionCache:
         self.k = self.v = None  # (B, H, pos, hd)
         self.cum = None  # (B, H, pos) float64
         self.pad = None  # (B, pos) bool, True at padding
+        self.conv = None  # (B, PATH_CONV_TAPS - 1, d_model)
 
 
 # ---- angle laws: step angles psi_t per block (B, T, nb) float64; theta_t = sum_{s<=t} psi_s ----
@@ -225,37 +232,93 @@ ANGLES = {"rope": RopeAngles, "random": RandomAngles, "learned": LearnedAngles, 
 
 # ---- transport steps: (w_t unit, beta_t) per head for H_t = I - beta_t w_t w_t^T ----
 
-class HouseholderSteps(nn.Module):
-    """routelab's Householder steps: w_t = unit(head h's slice of direction(h_t)); beta_t = 2 sigmoid(size(h_t))
+class _Steps(nn.Module):
+    """What every step law shares: w_t = unit(head h's slice of directions(h_t)); beta_t = 2 sigmoid(size(h_t))
     per head (householder_beta "path", PaTH's) or 2 (a reflection, "reflection")."""
 
-    def __init__(self, d_model, heads, *, householder_beta="path", device=None, dtype=None, **_):
+    def __init__(self, d_model, heads, householder_beta, device, dtype):
         super().__init__()
         if householder_beta not in ("path", "reflection"):
             raise ValueError(f"householder_beta '{householder_beta}' is not accepted; path or reflection")
         self.heads = heads
-        self.direction = _linear(d_model, d_model, True, device, dtype)
         self.size = _linear(heads, d_model, True, device, dtype) if householder_beta == "path" else None
 
-    def forward(self, h, cache=None):
-        """w (B, T, H, hd) unit, beta (B, T, H)."""
+    def forward(self, h, cache=None, key_padding_mask=None):
+        """w (B, T, H, hd) unit, beta (B, T, H); a padded position's beta is 0 (the identity)."""
         B, T, C = h.shape
-        z = self.direction(h).view(B, T, self.heads, C // self.heads)
+        z = self.directions(h, cache, key_padding_mask).view(B, T, self.heads, C // self.heads)
         w = z / z.norm(dim=-1, keepdim=True).clamp_min(1e-12)
         if self.size is not None:
             beta = 2.0 * torch.sigmoid(self.size(h))
         else:
             beta = torch.full((B, T, self.heads), 2.0, dtype=h.dtype, device=h.device)
+        if key_padding_mask is not None:
+            beta = beta.masked_fill(key_padding_mask[..., None], 0.0)
         return w, beta
 
     def export_tensors(self):
-        out = {"householder.w": self.direction.weight, "householder.b": self.direction.bias}
+        out = self.direction_tensors()
         if self.size is not None:
             out["householder.u"], out["householder.c"] = self.size.weight, self.size.bias
         return out
 
 
-STEPS = {"householder": HouseholderSteps}
+class HouseholderSteps(_Steps):
+    """routelab's Householder steps (householder_*): directions W h_t + b, from the position's input alone."""
+
+    def __init__(self, d_model, heads, *, householder_beta="path", device=None, dtype=None, **_):
+        super().__init__(d_model, heads, householder_beta, device, dtype)
+        self.direction = _linear(d_model, d_model, True, device, dtype)
+
+    def directions(self, h, cache, key_padding_mask):
+        return self.direction(h)
+
+    def direction_tensors(self):
+        return {"householder.w": self.direction.weight, "householder.b": self.direction.bias}
+
+
+class PathSteps(_Steps):
+    """PaTH's own step directions (path_*, flash-linear-attention's PaTHAttention: low-rank w_proj, then
+    w_conv1d): z_t = w2 w1 h_t (rank r = min(32, d_model), no biases), y_t[c] = sum_k conv[c, k] z_{t-2+k}[c] (a
+    causal depthwise convolution of 3 taps, zeros before the sequence), directions silu(y_t). So a step sees
+    h_{t-2}, h_{t-1} and h_t. A padded position is skipped: the window reaches back over real positions only."""
+
+    def __init__(self, d_model, heads, *, householder_beta="path", device=None, dtype=None, **_):
+        super().__init__(d_model, heads, householder_beta, device, dtype)
+        r = min(PATH_RANK, d_model)
+        self.w1 = _linear(r, d_model, False, device, dtype)
+        self.w2 = _linear(d_model, r, False, device, dtype)
+        self.conv = nn.Parameter(torch.empty(d_model, PATH_CONV_TAPS, device=device, dtype=dtype))
+        nn.init.normal_(self.conv, std=0.02)
+
+    def directions(self, h, cache, key_padding_mask):
+        z = self.w2(self.w1(h))
+        B, T, C = z.shape
+        n = PATH_CONV_TAPS - 1
+        before = cache.conv if cache is not None and cache.conv is not None else z.new_zeros(B, n, C)
+        joined = torch.cat((before, z), dim=1)  # (B, n + T, C)
+        real = None
+        if key_padding_mask is not None:
+            # The real positions first, in order (a stable sort), so each window spans the last real inputs.
+            real = ~key_padding_mask
+            keep = torch.cat((real.new_ones(B, n), real), dim=1)
+            order = torch.sort((~keep).to(torch.uint8), dim=1, stable=True).indices
+            joined = joined.gather(1, order[..., None].expand(-1, -1, C))
+        if cache is not None:
+            last = joined.shape[1] if real is None else n + real.sum(dim=1, keepdim=True)  # real inputs kept
+            at = (last - n + torch.arange(n, device=z.device)).expand(B, n)
+            cache.conv = joined.gather(1, at[..., None].expand(-1, -1, C))
+        y = sum(self.conv[:, k] * joined[:, k:k + T] for k in range(PATH_CONV_TAPS))
+        if real is not None:  # back to the positions: a real one's window ends at its rank among the real ones
+            rank = (torch.cumsum(real, dim=1) - 1).clamp_min(0)
+            y = y.gather(1, rank[..., None].expand(-1, -1, C))
+        return F.silu(y)
+
+    def direction_tensors(self):
+        return {"householder.w1": self.w1.weight, "householder.w2": self.w2.weight, "householder.conv": self.conv}
+
+
+STEPS = {"householder": HouseholderSteps, "path": PathSteps}
 
 
 class SchemeAttention(nn.Module):
@@ -268,12 +331,12 @@ class SchemeAttention(nn.Module):
     pass_id the random angles' pass (EVAL_PASS + i is routelab eval's pass i; default: fresh in training, EVAL_PASS
     in eval). attn_mask: bool (True where a query may attend a key) or float (added to the scores), broadcasting
     to (B, heads, T, keys); key_padding_mask (B, T) bool, True at padding: a padded position takes no angle step,
-    no Householder step and no forget-gate decay, and no query attends it, so a row padded on the left or right
-    gives the unpadded row's outputs at its real positions (random angles: drawn at the row's positions), and
-    padded inside too where every term is a sum of steps (not RoPE's or ALiBi's positions). causal=False (no cache) for
-    rotary and ALiBi schemes. dropout: on the attention probabilities in training. pairs: "interleaved" or
-    "half" (rotary.py). layer, seed: the random angles' stream (RandomAngles). vocab_size: the learned angles'
-    table rows. The named subclasses below fix the scheme's kind."""
+    no Householder step, no forget-gate decay and no place in PaTH's convolution window, and no query attends it,
+    so a row padded on the left or right gives the unpadded row's outputs at its real positions (random angles:
+    drawn at the row's positions), and padded inside too where every term is a sum of steps (not RoPE's or
+    ALiBi's positions). causal=False (no cache) for rotary and ALiBi schemes. dropout: on the attention
+    probabilities in training. pairs: "interleaved" or "half" (rotary.py). layer, seed: the random angles' stream
+    (RandomAngles). vocab_size: the learned angles' table rows. The named subclasses below fix the scheme's kind."""
 
     def __init__(self, d_model, heads, *, angles="none", transport_values=False, alibi=False, forget_gate=False,
                  steps="none", householder_beta="path", rope_base=10000.0, angle_scale=1.0,
@@ -358,16 +421,16 @@ class SchemeAttention(nn.Module):
             if self.transport_values:
                 v = rotate(v, *rot, self.pairs)
         dropout = self.dropout if self.training else 0.0
+        log_forget = None
+        if self.forget is not None:
+            log_forget = F.logsigmoid(self.forget(h).double()).transpose(1, 2)  # (B, H, T)
+            if pad is not None:
+                log_forget = log_forget.masked_fill(pad[:, None, :], 0.0)
         if self.steps is not None:
-            o = self._transport(h, q, k, v, cache, pad, attn_mask, dropout)
+            o = self._transport(h, q, k, v, cache, pad, attn_mask, dropout, log_forget)
         else:
-            bias, cum = None, None
-            if self.forget is not None:
-                ls = F.logsigmoid(self.forget(h).double()).transpose(1, 2)  # (B, H, T)
-                if pad is not None:
-                    ls = ls.masked_fill(pad[:, None, :], 0.0)
-                start = None if cache is None or cache.cum is None or not cache.cum.shape[2] else cache.cum[:, :, -1]
-                cum = accumulate(ls, dim=2, start=start)
+            bias = None
+            cum = None if log_forget is None else self._running_sums(log_forget, cache)
             if cache is not None:
                 k, v, cum, pad = self._append(cache, k, v, cum, pad)
             Tk = k.shape[2]
@@ -388,6 +451,12 @@ class SchemeAttention(nn.Module):
         return self.wo(o.transpose(1, 2).reshape(B, T, C))
 
     @staticmethod
+    def _running_sums(log_forget, cache):
+        """The forget gate's running sums of log f over this piece (B, H, T) float64, continuing the cache's."""
+        start = None if cache is None or cache.cum is None or not cache.cum.shape[2] else cache.cum[:, :, -1]
+        return accumulate(log_forget, dim=2, start=start)
+
+    @staticmethod
     def _append(cache, k, v, cum, pad):
         """The cache's keys, values, log sums and padding with this piece's after them (kept in the cache)."""
         B, T = k.shape[0], k.shape[2]
@@ -403,19 +472,19 @@ class SchemeAttention(nn.Module):
             cache.pad = cat(cache.pad, pad, 1)
         return cache.k, cache.v, cache.cum, cache.pad
 
-    def _transport(self, h, q, k, v, cache, pad, attn_mask, dropout):
-        """PaTH's transport (householder.py): s_ij = k_j^T H_{j+1} ... H_i q_i / sqrt(hd); with transported
-        values o_i = sum_j p_ij H_i ... H_{j+1} v_j. Whole sequences go through householder_attention's blocked
-        form; a cache decodes position by position, carrying the cached keys (and values) through each step."""
-        w, beta = self.steps(h, cache)
-        if pad is not None:
-            beta = beta.masked_fill(pad[..., None], 0.0)
+    def _transport(self, h, q, k, v, cache, pad, attn_mask, dropout, log_forget):
+        """PaTH's transport (householder.py): s_ij = k_j^T H_{j+1} ... H_i q_i / sqrt(hd), plus the forget gate's
+        cum_i - cum_j where there is one (PaTH-FoX); with transported values o_i = sum_j p_ij H_i ... H_{j+1} v_j.
+        Whole sequences go through householder_attention's blocked form; a cache decodes position by position,
+        carrying the cached keys (and values) through each step."""
+        w, beta = self.steps(h, cache, pad)
         w, beta = w.transpose(1, 2), beta.transpose(1, 2)  # (B, H, T, hd), (B, H, T)
         if cache is None:
-            return householder_attention(q, k, v, w, beta, transport_values=self.transport_values,
+            return householder_attention(q, k, v, w, beta, log_forget, transport_values=self.transport_values,
                                          attn_mask=attn_mask, key_padding_mask=pad, dropout=dropout, layout="bhtd")
         if attn_mask is not None:
             raise ValueError("attn_mask: not offered when decoding Householder transport with a cache")
+        cum = None if log_forget is None else self._running_sums(log_forget, cache)
         outs = []
         scale = self.head_dim ** -0.5
         for t in range(q.shape[2]):
@@ -424,8 +493,10 @@ class SchemeAttention(nn.Module):
                 if self.transport_values:
                     cache.v = householder_step(cache.v, w[:, :, t], beta[:, :, t])
             kt, vt = k[:, :, t:t + 1], v[:, :, t:t + 1]
-            keys, values, _, kpad = self._append(cache, kt, vt, None, None if pad is None else pad[:, t:t + 1])
-            o = attend(q[:, :, t:t + 1], keys, values, causal=False, key_padding_mask=kpad, scale=scale)
+            keys, values, sums, kpad = self._append(cache, kt, vt, None if cum is None else cum[:, :, t:t + 1],
+                                                    None if pad is None else pad[:, t:t + 1])
+            bias = None if cum is None else (sums[:, :, -1:] - sums)[:, :, None, :].to(q.dtype)
+            o = attend(q[:, :, t:t + 1], keys, values, causal=False, key_padding_mask=kpad, bias=bias, scale=scale)
             outs.append(o)
         return torch.cat(outs, dim=2)
 
@@ -457,10 +528,15 @@ class ALiBiAttention(SchemeAttention):
 
 class HouseholderAttention(SchemeAttention):
     """PaTH's Householder transport: householder_beta "path" (beta_t = 2 sigmoid(u h_t + c)) or "reflection"
-    (beta = 2); transport_values carries the values too (householder_qkv)."""
+    (beta = 2); transport_values carries the values too (householder_qkv). steps "householder" (directions from
+    h_t alone, householder_*) or "path" (PaTH's own: low rank, a short causal convolution, SiLU; path_qk,
+    path_qkv); forget_gate=True adds the forget gate's bias (path_qk_forget, PaTH-FoX)."""
 
-    def __init__(self, d_model, heads, *, transport_values=False, householder_beta="path", **kw):
-        super().__init__(d_model, heads, steps="householder", transport_values=transport_values,
+    def __init__(self, d_model, heads, *, steps="householder", transport_values=False, householder_beta="path",
+                 **kw):
+        if steps not in STEPS:
+            raise ValueError(f"steps '{steps}' is not accepted; {' or '.join(STEPS)}")
+        super().__init__(d_model, heads, steps=steps, transport_values=transport_values,
                          householder_beta=householder_beta, **kw)
 
 
