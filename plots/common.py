@@ -13,9 +13,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 plt.rcParams.update({"figure.dpi": 120, "savefig.bbox": "tight", "font.size": 10})
 
 # The order tables and legends list schemes in; a scheme not here follows them by name.
-SCHEME_ORDER = ["nope", "alibi", "rope", "rope_qkv", "random_qk", "random_qkv", "learned_qk", "learned_qkv",
+SCHEME_ORDER = ["nope", "alibi", "fox", "rope", "rope_qkv", "random_qk", "random_qkv", "learned_qk", "learned_qkv",
                 "learned_qkv_alibi", "random_qkv_alibi", "learned_qkv_forget", "householder_qk", "householder_qkv",
-                "projected_qk", "projected_qkv"]
+                "path_qk", "path_qkv", "path_qk_forget", "projected_qk", "projected_qkv"]
 
 
 def scheme_rank(scheme):
