@@ -72,6 +72,8 @@ int cmd_claims(const std::vector<std::string>& args) {
   };
   std::vector<claims::ClaimResult> results;
   std::string readings_text;
+  if (task_csvs > 0 && summary)
+    throw claims::ClaimsError("--summary: task CSVs have no default setting to summarise; use --markdown");
   if (task_csvs > 0) {
     std::vector<claims::TaskReadings> settings;
     for (const auto& c : csvs)
@@ -90,7 +92,7 @@ int cmd_claims(const std::vector<std::string>& args) {
   }
   files.commit();
   std::fputs((summary    ? claims::claims_summary_markdown(results)
-              : markdown ? claims::claims_markdown(results)
+              : markdown ? (task_csvs > 0 ? claims::task_claims_markdown(results) : claims::claims_markdown(results))
                          : claims::claims_table(results))
                  .c_str(),
              stdout);

@@ -62,6 +62,18 @@ TEST(task_claims, rules_hold_where_the_readings_say_and_fail_where_planted) {
   EXPECT_EQ(find(planted, "task_qkv_rises_less", "learned")->verdict, claims::Verdict::no);
 }
 
+TEST(task_claims, the_markdown_states_the_task_rules_and_their_unit) {
+  TaskReadings s{"flipflop", "flipflop", 512, {}, {}, {}};
+  put_lengths(s, "learned_qk", 0.05, 0.30);
+  const std::string md = claims::task_claims_markdown(evaluate_task_claims({s}));
+  EXPECT_NE(md.find("| flipflop |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Margins in read error"), std::string::npos) << md;
+  for (const auto& c : claims::all_task_claims()) EXPECT_NE(md.find(std::string("- `") + c.id + "`"), std::string::npos);
+  // Not the text claims' rules or unit.
+  EXPECT_EQ(md.find("bits per byte"), std::string::npos) << md;
+  EXPECT_EQ(md.find("`alibi_flat`"), std::string::npos) << md;
+}
+
 TEST(task_claims, the_break_is_the_first_distance_above_the_short_level) {
   std::map<int64_t, ErrorCount> d;
   for (int64_t D : {2, 4, 8, 16, 32}) d[D] = at_rate(0.02, 500);

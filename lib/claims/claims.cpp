@@ -784,7 +784,18 @@ std::string claims_table(const std::vector<ClaimResult>& results) {
   return out;
 }
 
+std::vector<ClaimRule> claim_rules(const std::vector<Claim>& claims) {
+  std::vector<ClaimRule> out;
+  for (const Claim& c : claims) out.push_back({c.id, c.wording, c.rule});
+  return out;
+}
+
 std::string claims_markdown(const std::vector<ClaimResult>& results, const std::vector<Claim>& claims) {
+  return claims_markdown(results, "bits per byte", claim_rules(claims));
+}
+
+std::string claims_markdown(const std::vector<ClaimResult>& results, const std::string& unit,
+                            const std::vector<ClaimRule>& rules) {
   std::vector<std::string> settings;
   for (const auto& r : results) add_unique(settings, r.setting);
   std::string out = "| claim | subject |";
@@ -811,12 +822,12 @@ std::string claims_markdown(const std::vector<ClaimResult>& results, const std::
     out += "\n";
   }
   out += fmt::format(
-      "\nMargins in bits per byte, positive where the claim holds: the mean over seeds, its 95% t interval and the "
+      "\nMargins in {}, positive where the claim holds: the mean over seeds, its 95% t interval and the "
       "seeds that agree with its sign. **yes** or **no** where the interval excludes 0; marginal where it covers 0, "
       "with the seeds a t test at 5% would need for {:.0f}% power if the mean and s.d. were the ones measured; "
       "1 seed: a reading, not a verdict. †: within twice the default setting's seed s.d. of flipping.\n\n",
-      100 * kPower);
-  for (const Claim& c : claims) out += fmt::format("- `{}`: {}. Rule: {}.\n", c.id, c.wording, c.rule);
+      unit, 100 * kPower);
+  for (const ClaimRule& c : rules) out += fmt::format("- `{}`: {}. Rule: {}.\n", c.id, c.wording, c.rule);
   return out;
 }
 

@@ -159,6 +159,14 @@ std::string claims_csv(const std::vector<ClaimResult>& results);
 // law's, length ratio, bits per byte.
 std::string readings_csv(const std::vector<SettingReadings>& settings);
 std::string claims_table(const std::vector<ClaimResult>& results);
+// What a markdown table says under itself: the unit its margins are in and
+// each claim's rule (the text claims' or the tasks', lib/claims/task_claims.h).
+struct ClaimRule {
+  std::string id, wording, rule;
+};
+std::vector<ClaimRule> claim_rules(const std::vector<Claim>& claims = all_claims());
+std::string claims_markdown(const std::vector<ClaimResult>& results, const std::string& unit,
+                            const std::vector<ClaimRule>& rules);
 std::string claims_markdown(const std::vector<ClaimResult>& results, const std::vector<Claim>& claims = all_claims());
 std::string claims_summary_markdown(const std::vector<ClaimResult>& results,
                                     const std::vector<Claim>& claims = all_claims());

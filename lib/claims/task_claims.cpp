@@ -212,6 +212,12 @@ const std::vector<TaskClaim>& all_task_claims() {
   return claims;
 }
 
+std::string task_claims_markdown(const std::vector<ClaimResult>& results) {
+  std::vector<ClaimRule> rules;
+  for (const TaskClaim& c : all_task_claims()) rules.push_back({c.id, c.wording, c.rule});
+  return claims_markdown(results, "read error (a fraction of the reads)", rules);
+}
+
 namespace {
 
 std::string slurp_task(const std::string& path, const std::string& what) {

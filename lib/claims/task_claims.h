@@ -66,6 +66,8 @@ struct TaskClaim {
   std::vector<SubjectMargins> (*margins)(const TaskReadings&);
 };
 const std::vector<TaskClaim>& all_task_claims();
+// The full markdown table of task verdicts, the task claims' rules under it.
+std::string task_claims_markdown(const std::vector<ClaimResult>& results);
 
 // The smallest tested distance (beyond the three shortest, which make the
 // short-distance level) whose two-sided 95% Clopper-Pearson lower limit lies
