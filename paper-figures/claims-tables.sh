@@ -21,7 +21,14 @@ WINDOWS=(paper-figures/probe-cpu/probe.csv paper-figures/learned-angles-cpu/prob
          paper-figures/householder-cpu/probe-s1.csv paper-figures/householder-cpu/probe-s23.csv
          "$ROBUST_PROBE.csv")
 RETRIEVAL=paper-figures/robustness-cpu/retrieval-passkey.csv
-DOCS=(README.md docs/results.md)
+# The task suites (recipes/84-tasks.sh), judged apart from the text runs:
+# their CSVs and the probes of their runs, those committed so far.
+TASKS=() TASK_PROBES=()
+for suite in flipflop latest-value; do
+  [ -f "paper-figures/tasks-cpu/$suite.csv" ] && TASKS+=("paper-figures/tasks-cpu/$suite.csv")
+  [ -f "paper-figures/tasks-cpu/$suite-probe.csv" ] && TASK_PROBES+=("paper-figures/tasks-cpu/$suite-probe.csv")
+done
+DOCS=(README.md docs/results.md docs/tasks.md)
 
 # make_tables DIR [FIGURES]: every table the docs splice, as DIR/claims-NAME.md,
 # and the verdicts and readings the quotes read (DIR/claims-all.csv,
@@ -35,6 +42,11 @@ make_tables() {
   "$ROUTELAB" claims "${ALL[@]}" --windows "${WINDOWS[@]}" --csv "$dir/claims-all.csv" \
     --readings "$dir/readings-all.csv" --markdown > "$dir/claims-all.md"
   "$PY" paper-figures/quotes.py tables --claims "$dir/claims-all.csv" --readings "$dir/readings-all.csv" "$dir"
+  if [ ${#TASKS[@]} -gt 0 ]; then
+    local windows=()
+    [ ${#TASK_PROBES[@]} -gt 0 ] && windows=(--windows "${TASK_PROBES[@]}")
+    "$ROUTELAB" claims "${TASKS[@]}" "${windows[@]}" --markdown > "$dir/claims-tasks.md"
+  fi
   [ "${PLOT_TABLES:-1}" = 1 ] || return 0
   if ! "$PY" -c 'import matplotlib' 2> /dev/null; then
     echo "claims-tables: $PY has no matplotlib; the retrieval, block-share and convergence tables are kept as they stand" >&2
@@ -51,6 +63,10 @@ make_tables() {
   "$PY" plots/block_shares.py --angles "$ROBUST_PROBE-angles.csv" \
     --eval paper-figures/robustness-cpu/robustness.csv paper-figures/robustness-cpu/retrieval.csv \
     --out "$figures/block-shares" > "$dir/claims-shares.md"
+  # Flip-flop at the training length beside PaTH's Table 1.
+  if [ ${#TASKS[@]} -gt 0 ]; then
+    "$PY" plots/tasks.py "${TASKS[@]}" --table "$dir/claims-flipflop.md"
+  fi
   # Whether the language models had converged: every committed loss curve
   # but the tasks' (docs/tasks.md plots theirs beside the read error).
   local losses=() loss

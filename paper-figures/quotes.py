@@ -746,12 +746,90 @@ def trace_power(d, run, multiple):
     return span([mean(v) for v in by_layer.values()], f2)
 
 
+# -- the tasks (docs/tasks.md): read error from a task CSV or its loss CSV
+
+def percent(x):
+    """A read error as a percentage: one decimal, two significant digits below 1%."""
+    p = 100 * x
+    return f"{p:.1f}%" if p >= 1 or p == 0 else f"{p:.2g}%"
+
+
+def task_training_p(path):
+    """The p a flip-flop experiment trained on (its sidecar's configuration), or None."""
+    import json
+    side = path + ".json"
+    if not os.path.isfile(side):
+        fail(f"{side} does not exist: a task CSV's quotes read the training p from its sidecar")
+    with open(side) as f:
+        data = json.load(f).get("config", {}).get("data", {})
+    return data.get("flipflop_p") if data.get("task") == "flipflop" else None
+
+
+def task_filters(rows, filters):
+    """The rows whose columns match every `column=value` filter."""
+    for f in filters:
+        column, _, want = f.partition("=")
+        if not rows or column not in rows[0]:
+            fail(f"task quote: the filter {f} names no column of the CSV")
+        rows = [r for r in rows if r[column] == want]
+    return rows
+
+
+def task_rows(d, path, scheme, where, filters):
+    """A task CSV's rows of one scheme at one set, one per seed. `where`: `Nx` (the training law at N
+    times the training length), `p=X` (FFL(X) at the training length), `d=D` (the distance set at D)."""
+    full = "paper-figures/" + path
+    rows = task_filters([r for r in d.csv(full) if r["scheme"] == scheme], filters)
+    if where.endswith("x"):
+        p = task_training_p(full)
+        rows = [r for r in rows if r["set"] == "length" and int(r["eval_len"]) == int(where[:-1]) * int(r["train_len"])
+                and (p is None or float(r["p"]) == float(p))]
+    elif where.startswith("p="):
+        rows = [r for r in rows if r["set"] == "length" and r["eval_len"] == r["train_len"]
+                and float(r["p"]) == float(where[2:])]
+    elif where.startswith("d="):
+        rows = [r for r in rows if r["set"] == "distance" and r["distance"] == where[2:]]
+    else:
+        fail(f"task quote: '{where}' is not Nx, p=X or d=D")
+    seeds = [r["seed"] for r in rows]
+    if not rows:
+        fail(f"task quote: no rows of {scheme} at {where} in {path} ({' '.join(filters) or 'no filters'})")
+    if len(set(seeds)) != len(seeds):
+        fail(f"task quote: {scheme} at {where} in {path} has several runs per seed; add column=value filters")
+    return rows
+
+
+@family("task")
+def task_error(d, path, scheme, where, *filters):
+    """A scheme's read error at a set, the mean over its seeds: `task|tasks-cpu/flipflop.csv|rope|2x|layers=1`."""
+    return percent(mean([float(r["error_rate"]) for r in task_rows(d, path, scheme, where, filters)]))
+
+
+@family("task-seeds")
+def task_seeds(d, path, scheme, where, *filters):
+    """How many seeds a scheme's quote rests on, and their reads: "1 seed, 1967 reads"."""
+    rows = task_rows(d, path, scheme, where, filters)
+    reads = sum(int(r["reads"]) for r in rows)
+    return f"{len(rows)} seed{'s' if len(rows) > 1 else ''}, {reads} reads"
+
+
+@family("task-curve")
+def task_curve(d, path, scheme, step, *filters):
+    """The read error of a loss CSV's 100-step block ending at a step (the batches' error before their
+    update), the mean over the runs the filters leave: `task-curve|tasks-cpu/flipflop-pilot-loss.csv|...`."""
+    rows = task_filters([r for r in d.csv("paper-figures/" + path) if r["scheme"] == scheme and r["step"] == step],
+                        filters)
+    if not rows:
+        fail(f"task-curve: no row of {scheme} at step {step} in {path}")
+    return percent(mean([float(r["read_error"]) for r in rows]))
+
+
 # ---------------------------------------------------------------------------
 # Tables: TABLES[name](data) is the markdown between `<!-- claims:begin name -->` and its end.
 
-SCHEME_ORDER = ["nope", "alibi", "rope", "rope_qkv", "random_qk", "random_qkv", "learned_qk", "learned_qkv",
+SCHEME_ORDER = ["nope", "alibi", "fox", "rope", "rope_qkv", "random_qk", "random_qkv", "learned_qk", "learned_qkv",
                 "projected_qk", "projected_qkv", "learned_qkv_alibi", "random_qkv_alibi", "learned_qkv_forget",
-                "householder_qk", "householder_qkv"]
+                "householder_qk", "householder_qkv", "path_qk", "path_qkv", "path_qk_forget"]
 RATIOS = [1, 2, 4, 8, 16, 32, 64]
 
 
@@ -1044,6 +1122,8 @@ CONSTANTS = {
     "3.32": "log2 10, a uniform guess's bits per key digit",
     "0.13": "the digit accuracy the retrieval count is stated at",
     "0.35": "the cosine schedule's learning rate at two thirds of training, over its peak",
+    "0.8": "flip-flop's training law, FFL(0.8)",
+    "0.98": "sparse flip-flop, FFL(0.98)",
 }
 # Wall times and speeds are measurements of a machine, not of the data.
 TIMING = re.compile(r"\d+(\.\d+)?(-\d+(\.\d+)?)?( h| min| s|x RoPE's)\b")

@@ -38,10 +38,13 @@ def fail(message):
 def arguments():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv", nargs="+", help="task CSVs written by routelab (eval or experiment)")
-    ap.add_argument("--out", required=True, help="output path without extension (.png and .pdf are written)")
+    ap.add_argument("--out", help="output path without extension (.png and .pdf are written)")
     ap.add_argument("--windows", nargs="*", default=[], help="probe angles CSVs (FILE-angles.csv) of the same runs")
     ap.add_argument("--table", help="write the flip-flop table (markdown) to this file")
-    return ap.parse_args()
+    args = ap.parse_args()
+    if not args.out and not args.table:
+        fail("nothing to write: give --out (the figure), --table (the flip-flop table) or both")
+    return args
 
 
 def load(path):
@@ -116,6 +119,10 @@ def draw_lines(ax, series, windows=None, seeds_of=None):
 def main():
     args = arguments()
     rows = [r for p in args.csv for r in load(p)]
+    if args.table:
+        write_table(rows, args.table)
+    if not args.out:
+        return
     tasks = sorted({r["task"] for r in rows})
     windows = windows_of(args.windows)
     fig, axes = plt.subplots(len(tasks), 3, figsize=(15, 4.2 * len(tasks)), squeeze=False)
@@ -157,8 +164,11 @@ def main():
         ax.set_title(f"{task}: learning curves")
     axes[0][0].legend(fontsize=7, ncol=2)
     save(fig, args.out)
-    if args.table:
-        write_table(rows, args.table)
+
+
+def percent(e):
+    """One decimal, or two significant digits below 1% (the dense set's errors are that small)."""
+    return f"{e:.1f}" if e >= 1 or e == 0 else f"{e:.2g}"
 
 
 def write_table(rows, path):
@@ -175,7 +185,7 @@ def write_table(rows, path):
         if not rs:
             return "-"
         e = [100 * r["error_rate"] for r in rs]
-        return f"{statistics.mean(e):.1f}" + (f" ({min(e):.1f}-{max(e):.1f})" if len(e) > 1 else "")
+        return percent(statistics.mean(e)) + (f" ({percent(min(e))}-{percent(max(e))})" if len(e) > 1 else "")
     for variant in sorted(cells, key=lambda v: scheme_rank(v.split(" ")[0])):
         by_p = cells[variant]
         seeds = len({r["seed"] for rs in by_p.values() for r in rs})
