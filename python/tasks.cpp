@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "python/bindings.h"
+#include "runs/export.h"
 #include "runs/run_dir.h"
 #include "runs/task_eval.h"
 
@@ -27,10 +28,13 @@ runs::TaskEvalPlan plan_of(const std::string& lengths, const std::vector<double>
 
 // Each set's description, its sequences (sequences x (window + 1) bytes,
 // the start byte first) and its reads (rows of sequence, position, distance).
-py::list task_sets(const std::string& run_dir, const runs::TaskEvalPlan& plan) {
-  const runs::RunConfig c = runs::load_run_dir_config(run_dir);
+// `source`: a run folder, or a file `routelab export` wrote (its config
+// travels in its metadata).
+py::list task_sets(const std::string& source, const runs::TaskEvalPlan& plan) {
+  const runs::RunConfig c =
+      source.ends_with(".safetensors") ? runs::exported_config(source) : runs::load_run_dir_config(source);
   if (!c.is_task())
-    throw runs::ConfigError(run_dir + " was trained on the corpus " + c.corpus + ", not a task");
+    throw runs::ConfigError(source + " was trained on the corpus " + c.corpus + ", not a task");
   py::list out;
   for (const runs::TaskSet& s : runs::task_sets(c, plan, "--")) {
     std::vector<data::TaskSequence> seqs;

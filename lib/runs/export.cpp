@@ -1,5 +1,6 @@
 #include "runs/export.h"
 
+#include <fstream>
 #include <iterator>
 
 #include <fmt/core.h>
@@ -75,6 +76,25 @@ std::string export_safetensors(const RunConfig& c, int step, const std::string& 
       {"params_sha256", sha256_hex(params.data(), params.size() * sizeof(float))},
   };
   return safetensors_bytes(tensors, metadata);
+}
+
+RunConfig exported_config(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ConfigError(fmt::format("{}: cannot be read", file));
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  SafetensorsHeader h;
+  try {
+    h = parse_safetensors(bytes);
+  } catch (const SafetensorsError& e) {
+    throw ConfigError(fmt::format("{}: {}", file, e.what()));
+  }
+  const auto format = h.metadata.find("format"), config = h.metadata.find("config");
+  if (format == h.metadata.end() || format->second != "routelab-export 1" || config == h.metadata.end())
+    throw ConfigError(fmt::format("{}: not a routelab export (its metadata lacks format 'routelab-export 1' and config)",
+                                  file));
+  const nlohmann::json j = nlohmann::json::parse(config->second, nullptr, false);
+  if (j.is_discarded()) throw ConfigError(fmt::format("{}: its config metadata is not JSON", file));
+  return from_json(j, file);
 }
 
 void export_run(const std::string& run_dir, const std::string& out) {

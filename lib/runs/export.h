@@ -37,6 +37,11 @@ std::vector<ExportTensor> export_layout(const nn::ModelConfig& m);
 std::string export_safetensors(const RunConfig& c, int step, const std::string& checkpoint_sha256,
                                const std::vector<float>& params);
 
+// The run configuration an exported file carries (its `config` metadata),
+// so a model can be scored on its task's sets without its run folder. A file
+// that is not a routelab export is refused with a ConfigError naming it.
+RunConfig exported_config(const std::string& file);
+
 // routelab export: RUN's checkpoint to `out`. A run without a checkpoint, a
 // damaged checkpoint, a checkpoint of another configuration or an output
 // that cannot be written (io/output.h), or one not named *.safetensors, is

@@ -21,7 +21,7 @@ except ImportError as _e:  # routelab.torch still works: it does not need the co
     _import_error = _e
 
 __all__ = ["sim", "sim_frame", "sims", "sim_help", "families", "family_flags", "step_law", "StepLaw",
-           "mixing_window", "train", "load_run", "Run", "frame", "git_revision", "__version__"]
+           "mixing_window", "train", "load_run", "Run", "task_sets", "frame", "git_revision", "__version__"]
 _FROM_CORE = ("families", "family_flags", "mixing_window", "sims", "sim_help", "__version__", "git_revision")
 
 
@@ -345,6 +345,21 @@ def load_run(path):
     return Run(path)
 
 
+def _task_args(lengths, p, distances, reads, distance_reads, seed):
+    return (_lengths_text(lengths), _real_list("p", p), _int_list("distances", distances),
+            _int_arg("reads", reads, 1), _int_arg("distance_reads", distance_reads, 1), _int_arg("seed", seed, 0))
+
+
+def task_sets(model, lengths="1x,2x,4x,8x,16x", *, p=(), distances=(), reads=2000, distance_reads=500, seed=1):
+    """The evaluation sets of the task a model was trained on (Run.task_sets), from its run folder or from the
+    FILE.safetensors `routelab export` wrote (the committed task models under paper-figures/tasks-cpu/models/
+    carry their configuration), so an exported model can be scored again without its run."""
+    args = _task_args(lengths, p, distances, reads, distance_reads, seed)
+    with _PythonWords({"model": model, "lengths": lengths, "p": p, "distances": distances, "reads": reads,
+                       "distance_reads": distance_reads, "seed": seed}):
+        return _need_core()._task_sets(_path_arg("model", model), *args)
+
+
 def _lengths_text(lengths):
     """"1x,4x,128", or a list of lengths ("4x", 128) as that text."""
     return _flag_text("lengths", lengths)
@@ -408,8 +423,7 @@ class Run:
         return self.config["data"].get("task", "")
 
     def _task_args(self, lengths, p, distances, reads, distance_reads, seed):
-        return (_lengths_text(lengths), _real_list("p", p), _int_list("distances", distances),
-                _int_arg("reads", reads, 1), _int_arg("distance_reads", distance_reads, 1), _int_arg("seed", seed, 0))
+        return _task_args(lengths, p, distances, reads, distance_reads, seed)
 
     def task_eval(self, lengths="1x,2x,4x,8x,16x", *, p=(), distances=(), reads=2000, distance_reads=500, seed=1,
                   out=None):
@@ -428,10 +442,8 @@ class Run:
         byte first: position t predicts byte t + 1); "reads", an int64 array of rows (sequence, position,
         distance) whose answer is bytes[sequence, position + 1]. A PyTorch model scored on them (the most likely
         next byte at each read) gives task_eval's errors."""
-        args = self._task_args(lengths, p, distances, reads, distance_reads, seed)
-        with _PythonWords({"lengths": lengths, "p": p, "distances": distances, "reads": reads,
-                           "distance_reads": distance_reads, "seed": seed}):
-            return _need_core()._task_sets(self.path, *args)
+        return task_sets(self.path, lengths, p=p, distances=distances, reads=reads, distance_reads=distance_reads,
+                         seed=seed)
 
     def export(self, out):
         """`routelab export`: the weights as a .safetensors file (docs/export.md), which

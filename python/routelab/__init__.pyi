@@ -44,6 +44,9 @@ class StepLaw:  # the compiled StepLaw's properties (see _routelab.pyi), its wal
 def train(config: Union[_Path, Mapping[str, Any]], out: _Path, *, resume: bool = False, threads: int = 0,
           progress: Optional[Callable[[int, int, float], Any]] = None) -> Run: ...
 def load_run(path: _Path) -> Run: ...
+def task_sets(model: _Path, lengths: _Lengths = "1x,2x,4x,8x,16x", *, p: Sequence[float] = (),
+              distances: Sequence[int] = (), reads: int = 2000, distance_reads: int = 500,
+              seed: int = 1) -> List[Dict[str, Any]]: ...
 
 class Run:
     path: str

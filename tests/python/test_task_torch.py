@@ -74,6 +74,27 @@ class TaskTorch(unittest.TestCase):
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
+    def test_a_committed_model_gives_its_committed_error_from_its_file_alone(self):
+        # The suite's exported RoPE model (paper-figures/tasks-cpu/models/), its sets from the file's own
+        # configuration (routelab.task_sets), scored in PyTorch: the committed CSV's errors at the training law.
+        torch.set_num_threads(1)
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        model_file = os.path.join(root, "paper-figures", "tasks-cpu", "models", "flipflop", "rope-s1.safetensors")
+        with open(os.path.join(root, "paper-figures", "tasks-cpu", "flipflop.csv")) as f:
+            row = next(r for r in csv.DictReader(f) if r["scheme"] == "rope" and r["layers"] == "1"
+                       and r["seed"] == "1" and r["set"] == "length" and r["p"] == "0.8" and r["eval_len"] == "512")
+        (s,) = routelab.task_sets(model_file, "1x")
+        self.assertEqual((s["sequences"], len(s["reads"])), (int(row["sequences"]), int(row["reads"])))
+        model = rt.from_safetensors(model_file, dtype=torch.float64)
+        self.assertEqual(score(model, s), int(row["errors"]))
+        self.assertNotEqual(score(model, s, shift=0), int(row["errors"]))  # planted: the read byte as its answer
+        # A file that is not an export is refused, naming it.
+        with tempfile.NamedTemporaryFile(suffix=".safetensors") as bad:
+            bad.write(b"not a safetensors file")
+            bad.flush()
+            with self.assertRaisesRegex(Exception, bad.name):
+                routelab.task_sets(bad.name, "1x")
+
 
 if __name__ == "__main__":
     unittest_main_with_binary("test_task_torch.py")
