@@ -7,6 +7,7 @@ table of flip-flop's error at the training length, sparse FFL(0.98) and dense
 FFL(0.1) beside PaTH's Table 1 (Yang et al. 2025), for the docs' splice.
 Reads task CSVs written by routelab; recomputes nothing but means over seeds."""
 import argparse
+import json
 import math
 import os
 import statistics
@@ -53,6 +54,7 @@ def load(path):
         if row["reads"] <= 0:
             fail(f"{path} line {i}: a set with no reads")
         row["ratio"] = row["eval_len"] / row["train_len"]
+        row["path"] = path
         rows.append(row)
     return rows
 
@@ -85,32 +87,50 @@ def by_variant(rows, x):
 
 
 def windows_of(paths):
-    """{(scheme, seed): window in bytes, the lower median over layers}"""
+    """{(task, variant, seed): window in bytes, the lower median over layers}. The probe's sidecar
+    (FILE.csv.json beside FILE-angles.csv) names each run's task and configuration, so runs of two
+    tasks, or of one scheme at two depths, keep their own windows."""
     out = {}
     for p in paths:
+        if not p.endswith("-angles.csv"):
+            fail(f"--windows {p}: not a probe's angles CSV (FILE-angles.csv)")
+        side = p[: -len("-angles.csv")] + ".csv.json"
+        if not os.path.isfile(side):
+            fail(f"--windows {p}: its probe's sidecar {side} is missing")
+        with open(side) as f:
+            runs = {r["run"]: r["config"] for r in json.load(f)["runs"]}
         per = {}
         for r in read_rows(p):
+            c = runs.get(r["run"])
+            if c is None:
+                fail(f"--windows {p}: run {r['run']} is not in {side}")
+            layers = int(c["model"]["layers"])
+            variant = r["scheme"] + (f" layers={layers}" if layers != 1 else "")
             w = r["layer_window_median"]
-            per.setdefault((r["scheme"], int(r["seed"])), {})[r["layer"]] = math.inf if w == "inf" else float(w)
+            per.setdefault((c["data"]["task"], variant, int(r["seed"])), {})[r["layer"]] = \
+                math.inf if w == "inf" else float(w)
         for k, layers in per.items():
             v = sorted(layers.values())
             out[k] = v[(len(v) - 1) // 2]
     return out
 
 
-def draw_lines(ax, series, windows=None, seeds_of=None):
-    colours = {}
+def style(variant):
+    """One colour per scheme wherever it appears (SCHEME_ORDER), dashed for a deeper model."""
+    scheme = variant.split(" ")[0]
+    return dict(color=plt.cm.tab20(scheme_rank(scheme)[0] % 20), ls="--" if "layers=" in variant else "-")
+
+
+def draw_lines(ax, series, windows=None, seeds_of=None, task=None):
     for variant in sorted(series, key=lambda v: scheme_rank(v.split(" ")[0])):
         xs = sorted(series[variant])
         means = [statistics.mean(series[variant][x]) for x in xs]
         lo = [min(series[variant][x]) for x in xs]
         hi = [max(series[variant][x]) for x in xs]
-        line, = ax.plot(xs, [100 * m for m in means], marker="o", ms=3, label=variant)
-        colours[variant] = line.get_color()
+        line, = ax.plot(xs, [100 * m for m in means], marker="o", ms=3, label=variant, **style(variant))
         ax.fill_between(xs, [100 * v for v in lo], [100 * v for v in hi], color=line.get_color(), alpha=0.12)
         if windows is not None:
-            ws = [windows[(variant.split(" ")[0], s)] for s in seeds_of.get(variant, [])
-                  if (variant.split(" ")[0], s) in windows]
+            ws = [windows[(task, variant, s)] for s in seeds_of.get(variant, []) if (task, variant, s) in windows]
             finite = [w for w in ws if math.isfinite(w)]
             if finite:
                 ax.axvline(statistics.median(finite), color=line.get_color(), ls=":", lw=1)
@@ -141,28 +161,30 @@ def main():
         for r in dist:
             seeds_of.setdefault(r["variant"], set()).add(int(r["seed"]))
         if dist:
-            draw_lines(ax, by_variant(dist, "distance"), windows if args.windows else None, seeds_of)
+            draw_lines(ax, by_variant(dist, "distance"), windows if args.windows else None, seeds_of, task)
             ax.axvline(T, color="black", lw=0.8)
             ax.set_xscale("log", base=2)
         ax.set_xlabel("distance of the read's source (bytes); dotted: mixing window, black: T")
         ax.set_ylabel("read error (%)")
         ax.set_title(f"{task}: error against distance")
         ax = row_axes[2]
+        # Each task's curves from the loss CSVs beside its own CSVs only.
         curves = []
         for p in args.csv:
             loss = p[:-4] + "-loss.csv" if p.endswith(".csv") else p + "-loss.csv"
-            if os.path.isfile(loss):
+            if os.path.isfile(loss) and any(r["task"] == task for r in rows if r["path"] == p):
                 curves += [r for r in read_rows(loss) if "read_error" in r]
         series = {}
         for r in curves:
-            key = r["scheme"]
+            key = r["scheme"] + (f" layers={r['layers']}" if r.get("layers", "1") != "1" else "")
             series.setdefault(key, {}).setdefault(int(r["step"]), []).append(float(r["read_error"]))
-        if series and {r["scheme"] for r in mine} >= set(series):
+        if series:
             draw_lines(ax, series)
         ax.set_xlabel("training step")
         ax.set_ylabel("read error of the batch before its update (%)")
         ax.set_title(f"{task}: learning curves")
-    axes[0][0].legend(fontsize=7, ncol=2)
+    for row_axes in axes:
+        row_axes[0].legend(fontsize=7, ncol=2)
     save(fig, args.out)
 
 
