@@ -70,6 +70,10 @@ void release_temporary(const std::string& path) {
 
 void install_cleanup_handlers() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    // A handler someone installed stays (Python's SIGINT, which unwinds
+    // through the destructors instead).
+    if (::sigaction(sig, nullptr, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
     struct sigaction sa {};
     sa.sa_handler = cleanup_and_reraise;
     sigemptyset(&sa.sa_mask);
