@@ -21,7 +21,6 @@
 #include "cuda/device.h"
 #include "io/output.h"
 #include "io/parse.h"
-#include "io/run_lock.h"
 #include "io/user_paths.h"
 #include "nn/backend.h"
 #include "runs/config.h"
@@ -84,40 +83,6 @@ nn::BackendFactory model_backend(const std::string& device, bool tf32) {
 #endif
 }
 
-// The run folder's lock (io/run_lock.h). Under mpirun rank 0 takes it and
-// tells the others, so that a refusal stops every rank.
-std::unique_ptr<RunLock> lock_run_on_root(const std::string& dir, const std::string& what) {
-  std::unique_ptr<RunLock> lock;
-  std::exception_ptr refusal;
-  if (dist::is_root()) try {
-      lock = std::make_unique<RunLock>(dir, what);
-    } catch (...) {
-      refusal = std::current_exception();
-    }
-  char refused = refusal != nullptr;
-  dist::broadcast_bytes(&refused, 1);
-  if (refusal) std::rethrow_exception(refusal);
-  if (refused) throw OutputError(what + ": rank 0 could not lock " + dir);  // rank 0 says why
-  return lock;
-}
-
-// The locks of the runs an output of a command lies in: writing into a run
-// waits for no training of it, and is refused while one holds it.
-std::vector<std::unique_ptr<RunLock>> lock_runs_written(const std::vector<std::string>& runs,
-                                                        const std::vector<std::string>& outputs) {
-  auto inside = [](const std::string& file, const std::string& dir) {
-    const fs::path f = fs::weakly_canonical(fs::absolute(file)).parent_path(), d = fs::weakly_canonical(dir);
-    return std::mismatch(d.begin(), d.end(), f.begin(), f.end()).first == d.end();
-  };
-  std::vector<std::unique_ptr<RunLock>> locks;
-  for (const auto& run : runs)
-    if (fs::is_directory(run) && std::any_of(outputs.begin(), outputs.end(), [&](const std::string& out) {
-          return !out.empty() && inside(out, run);
-        }))
-      locks.push_back(std::make_unique<RunLock>(run, "--run"));
-  return locks;
-}
-
 // "0.98,0.1" or "2,8,32": comma-separated numbers (integers for an integral
 // I), none empty; "" is the empty list. ConfigError naming `flag` otherwise.
 template <class I>
@@ -166,7 +131,6 @@ int cmd_train(const std::vector<std::string>& args) {
   if (out.empty()) out = (fs::path("runs") / fs::path(config).stem()).string();
   note_user_path("--out", out);
   note_user_path("--config's [data] corpus", c.corpus);
-  const auto lock = lock_run_on_root(out, "--out");
   const runs::TrainSummary s = runs::train_run(c, {out, resume, !quiet, backend});
   if (!quiet && dist::is_root())
     fmt::print(stderr, "train: {} steps{} in {:.1f} s, final loss {:.4f}; run in {}\n", s.steps - s.start_step,
@@ -218,7 +182,6 @@ int cmd_eval(const std::vector<std::string>& args) {
                                           flag));
   if (task && app.count("--losses"))
     throw runs::ConfigError(fmt::format("--losses: {} is a task run; its reads are scored in the CSV", run));
-  const auto locks = lock_runs_written({run}, {out, losses});
   if (!task) {
     const std::string rows = runs::evaluate_run(run, lengths, out, !quiet, backend, losses);
     std::fputs((runs::eval_csv_header() + rows).c_str(), stdout);
@@ -240,7 +203,6 @@ int cmd_export(const std::vector<std::string>& args) {
   app.add_option("--run", run, "run directory written by routelab train")->required();
   app.add_option("--out", out, "FILE.safetensors")->required();
   if (int s = parse_subcommand(app, args, "export"); s >= 0) return s;
-  const auto locks = lock_runs_written({run}, {out});
   runs::export_run(run, out);
   return 0;
 }
@@ -271,7 +233,6 @@ int cmd_passkey(const std::vector<std::string>& args) {
   set_threads(threads);
   require_named_if_given(app, "--out", out);
   if (out.empty()) out = (fs::path(run) / "passkey.csv").string();
-  const auto locks = lock_runs_written({run}, {out});
   std::vector<double> depths;
   const auto items = split_list(depths_text);
   for (const auto& item : items.value_or(std::vector<std::string>{})) {
@@ -322,7 +283,6 @@ int cmd_probe(const std::vector<std::string>& args) {
     if (o.runs.size() > 1) throw runs::ConfigError("--csv: name the output file when probing several runs");
     o.csv = (fs::path(o.runs[0]) / "probe.csv").string();
   }
-  const auto locks = lock_runs_written(o.runs, {o.csv});
   std::fputs(runs::probe_runs(o).c_str(), stdout);
   return 0;
 }
@@ -365,9 +325,6 @@ int cmd_experiment(const std::vector<std::string>& args) {
   }
   note_user_path("[experiment] out", e.out);
   note_user_path("[experiment] csv", e.csv);
-  // One experiment at a time in it; --finished only reads the runs.
-  std::optional<RunLock> lock;
-  if (!select.finished_only) lock.emplace(e.out, "[experiment] out");
   runs::run_experiment(e, !quiet, model_backend(device, tf32), select);
   if (no_plot) return 0;
   // The figure comes from plots/, which reads the CSV and never recomputes.

@@ -142,6 +142,7 @@ std::string evaluate_run(const std::string& run_dir, const std::string& lengths_
     throw ConfigError(fmt::format("{} was trained on a task, which has no validation stream: evaluate it with "
                                   "evaluate_task_run (routelab eval asks its sets)",
                                   run_dir));
+  const auto locks = lock_runs_written({run_dir}, {eval_csv, positions_path(eval_csv), losses_csv});
   OutputFiles files("eval");
   files.input(config_path(run_dir));
   files.input(checkpoint_path(run_dir));

@@ -559,6 +559,9 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
     if (std::find(only.begin(), only.begin() + i, only[i]) != only.begin() + i)
       throw ConfigError(fmt::format("--only lists '{}' twice", only[i]));
   }
+  // One experiment at a time in its folders; --finished only reads the runs.
+  std::unique_ptr<RunLock> out_lock;
+  if (!finished_only) out_lock = lock_run(e.out, "[experiment] out");
   // The kept rows are read, and every kept point found in them, before any
   // run trains.
   const std::vector<std::string>& keys = e.swept_keys;
@@ -602,11 +605,7 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
   std::vector<std::optional<PointRows>> done(e.points.size());
   for (const std::size_t i : training_order(e)) {
     if (!reruns[i]) continue;
-    const ExperimentPoint& p = e.points[i];
-    // No `routelab train` in the run meanwhile; --finished only reads it.
-    std::optional<RunLock> lock;
-    if (!finished_only) lock.emplace(p.dir, "[experiment] out's run");
-    done[i] = run_point(e, p, progress, backend, finished_only);
+    done[i] = run_point(e, e.points[i], progress, backend, finished_only);
   }
   std::string rows, pos_rows, passkey_rows, loss_rows;
   nlohmann::json runs = nlohmann::json::array();

@@ -593,6 +593,8 @@ std::string probe_runs(const ProbeOptions& o) {
     if (o.hooks.after_unit) o.hooks.after_unit(++done, units);
   };
 
+  // Writing into a run waits for no training of it.
+  const auto locks = lock_runs_written(o.runs, {o.csv, probe_angles_path(o.csv), probe_phases_path(o.csv)});
   const ProbeFiles kept = read_probe_files(o);
 
   OutputFiles files("probe");

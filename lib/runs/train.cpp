@@ -137,7 +137,10 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
   const auto start_time = std::chrono::steady_clock::now();
   const std::string& dir = opt.run_dir;
   // Everything that can refuse the run is checked before anything is written.
+  if (dir.empty()) throw ConfigError("--out: an empty path; name the run directory");
   if (fs::exists(dir) && !fs::is_directory(dir)) throw RunDirError(fmt::format("--out {} is a file, not a directory", dir));
+  // One process at a time in the folder, whichever front end asks.
+  const auto lock = lock_run(dir, "--out");
   const bool occupied = fs::exists(dir) && !holds_only_a_lock(dir);  // the caller may hold its lock (io/run_lock.h)
   if (occupied && !opt.resume)
     throw RunDirError(
