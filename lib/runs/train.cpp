@@ -173,28 +173,25 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
 
   // The model and its optimiser, on the CPU or the device the caller chose
   // (built before anything is written: a device that refuses leaves no trace).
-  if (!opt.backend)
-    require_memory(training_bytes(c.model, local_B, T),
-                   fmt::format("training (a batch of {} x {} bytes)", local_B, T));
+  require_memory(training_bytes(c.model, local_B, T), fmt::format("training (a batch of {} x {} bytes)", local_B, T),
+                 opt.backend);
   const nn::BackendFactory make_model = opt.backend ? opt.backend : nn::cpu_backend_factory();
   const std::unique_ptr<nn::ModelBackend> model = make_model(c.model, c.train.seed);
-  // Every rank has read the run directory before the root writes to it.
-  dist::barrier();
-  if (root) {
-    fs::create_directories(dir);
-    write_file_atomic(config_path(dir), to_toml(c));
-  }
+  const char* log_header = c.is_task() ? kTaskLogHeader : kLogHeader;
   TrainSummary summary;
   std::string log_rows;
   double elapsed_before = 0;
+  if (have_checkpoint) std::tie(log_rows, elapsed_before) = log_rows_up_to(dir, log_header, ck.step);
+  // Every rank has read the run directory before the root writes to it.
+  dist::barrier();
   if (have_checkpoint) {
     model->set_params(ck.params);
     model->set_optimizer(ck.opt);
     summary.start_step = ck.step;
-    log_rows = log_rows_up_to(train_log_path(dir), ck.step);
-    const auto last = log_rows.rfind(',', log_rows.size() - 2);
-    if (!log_rows.empty() && last != std::string::npos) elapsed_before = std::stod(log_rows.substr(last + 1));
   }
+  // config.toml is written with the first checkpoint, beside it: a run that
+  // stops (or fails: out of memory) before then leaves its folder as it was.
+  bool config_written = false;
   const bool progress = opt.progress && root;
   const bool tty = progress && isatty(2);
   std::vector<int> tokens(std::size_t(local_B) * T), targets(tokens.size());
@@ -249,8 +246,10 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
                  tty && done != c.train.steps ? "   " : "\n");
     }
     if (root && (done % c.train.checkpoint_every == 0 || done == c.train.steps)) {
+      if (!config_written) write_file_atomic(config_path(dir), to_toml(c));
+      config_written = true;
       // The log first: rows past the checkpoint are dropped on resume.
-      write_file_atomic(train_log_path(dir), (c.is_task() ? kTaskLogHeader : kLogHeader) + log_rows);
+      write_file_atomic(train_log_path(dir), log_header + log_rows);
       save_checkpoint(checkpoint_path(dir), c, done, model->params(), model->optimizer());
     }
     if (opt.on_step) opt.on_step(done, c.train.steps, last_loss);
