@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -65,14 +67,46 @@ namespace {
 constexpr const char* kLogHeader = "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n";
 constexpr const char* kTaskLogHeader = "step,loss,read_error,lr,grad_norm,tokens_per_s,elapsed_s\n";
 
-// The rows of an earlier train.csv up to `step` (they end with '\n').
-std::string log_rows_up_to(const std::string& path, int step) {
-  std::ifstream f(path);
-  std::string line, rows;
-  std::getline(f, line);  // header
-  while (std::getline(f, line))
-    if (!line.empty() && std::stoi(line.substr(0, line.find(','))) <= step) rows += line + "\n";
-  return rows;
+// The rows of an earlier train.csv up to `step` (they end with '\n'), and
+// the elapsed seconds of the last of them. A log that is not the one this
+// run writes (another header, a row cut or with a cell that is no number,
+// a file that ends inside a row, steps that do not increase) is refused: resuming over it would drop or
+// keep rows silently. A missing log starts again at `step`.
+std::pair<std::string, double> log_rows_up_to(const std::string& dir, const std::string& header, int step) {
+  const std::string path = train_log_path(dir);
+  if (!fs::exists(path)) return {"", 0};
+  const std::string text = read_text_file(path);
+  auto damaged = [&](const std::string& why) {
+    return RunDirError(fmt::format("--resume: the log {} is damaged ({}); its checkpoint is whole: restore the log, "
+                                   "or move it aside to resume with a log that starts at step {}",
+                                   path, why, step));
+  };
+  if (!text.starts_with(header)) throw damaged("its header is not " + header.substr(0, header.size() - 1));
+  // Every row is written whole, line break included: a file that ends
+  // without one was cut.
+  if (!text.ends_with('\n')) throw damaged("it ends inside a row: the file was cut");
+  CsvTable log;
+  try {
+    log = parse_csv(text, path);
+  } catch (const CsvError& e) {
+    throw damaged(e.what());
+  }
+  std::string rows;
+  double elapsed = 0;
+  long long last = 0;
+  for (std::size_t i = 0; i < log.rows.size(); ++i) {
+    const auto& row = log.rows[i];
+    const auto at = parse_integer(row[0]);
+    for (std::size_t c = 1; c < row.size(); ++c)
+      if (!parse_finite(row[c])) throw damaged(fmt::format("row {}: '{}' is not a number", i + 1, row[c]));
+    if (!at || *at <= last) throw damaged(fmt::format("row {}: its step '{}' does not follow {}", i + 1, row[0], last));
+    last = *at;
+    if (*at > step) continue;  // logged past the checkpoint, which was not written
+    for (std::size_t c = 0; c < row.size(); ++c) rows += (c ? "," : "") + row[c];
+    rows += "\n";
+    elapsed = *parse_finite(row.back());
+  }
+  return {rows, elapsed};
 }
 
 std::string format_duration(double s) {
