@@ -50,7 +50,7 @@ void set_threads(int threads) {
 // --threads N: 1 to kMaxThreads (more cannot be made on any machine this
 // runs on, and OpenMP's failure to make them is no message).
 void add_threads_option(CLI::App& app, int& threads) {
-  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(CLI::Range(1, kMaxThreads));
+  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(integer_in(1, kMaxThreads));
 }
 
 // A path option given as '' is refused rather than read as "the default".
@@ -159,11 +159,11 @@ int cmd_eval(const std::vector<std::string>& args) {
   app.add_option("--distances", distances_text,
                  "task runs: distance sets, the read's source exactly D bytes back, e.g. 2,8,32,128");
   app.add_option("--reads", plan.reads, "task runs: reads a length set aims at (default 2000)")
-      ->check(CLI::Range(1, 1000000));
+      ->check(integer_in(1, 1000000));
   app.add_option("--distance-reads", plan.distance_reads, "task runs: sequences per distance set (default 500)")
-      ->check(CLI::Range(1, 1000000));
+      ->check(integer_in(1, 1000000));
   app.add_option("--seed", seed, "task runs: draws the sets' sequences (default 1)")
-      ->check(CLI::Range(0LL, (1LL << 62)).description("an integer in [0, 2^62]"));
+      ->check(integer_in(0, 1LL << 62, "[0, 2^62]"));
   add_threads_option(app, threads);
   app.add_flag("--quiet", quiet, "no progress lines");
   add_device_option(app, device);
@@ -220,9 +220,9 @@ int cmd_passkey(const std::vector<std::string>& args) {
   app.add_option("--lengths", lengths, "window lengths: multiples of the training length (4x) or integers");
   app.add_option("--depths", depths_text,
                  "where the key sits, comma-separated fractions of the filler (0 = start, 1 = end)");
-  app.add_option("--trials", trials, "keys per length and depth")->check(CLI::Range(1, 100000));
+  app.add_option("--trials", trials, "keys per length and depth")->check(integer_in(1, runs::kMaxPasskeyTrials));
   app.add_option("--seed", seed, "draws the keys and the filler offsets")
-      ->check(CLI::Range(0LL, (1LL << 62)).description("an integer in [0, 2^62]"));
+      ->check(integer_in(0, 1LL << 62, "[0, 2^62]"));
   app.add_option("--out", out, "CSV (default RUN/passkey.csv)");
   add_threads_option(app, threads);
   app.add_flag("--quiet", quiet, "no progress lines");
@@ -261,9 +261,11 @@ int cmd_probe(const std::vector<std::string>& args) {
   app.add_option("--run", o.runs, "run directories written by routelab train (one or more)")->required();
   app.add_option("--lengths", o.lengths,
                  "window lengths: multiples of the training length (4x) or integers (default 1x,...,64x)");
-  app.add_option("--window", window, "near window W: keys more than W back are far (default: training length / 4)");
+  app.add_option("--window", window, "near window W: keys more than W back are far (default: training length / 4)")
+      ->check(integer_in(1, 1LL << 40));
   app.add_option("--max-windows", o.max_windows,
-                 "evaluation windows probed per length, the first ones (default 4: 64x of 128 in about a minute)");
+                 "evaluation windows probed per length, the first ones (default 4: 64x of 128 in about a minute)")
+      ->check(integer_in(1, runs::kMaxProbeWindows));
   app.add_option("--eps", o.eps, "mixing windows: the distance where |E e^{i Theta}| falls below eps (default 0.05)");
   app.add_option("--csv", o.csv, "CSV (default RUN/probe.csv for one run); angles go to FILE-angles.csv");
   app.add_flag("--update", o.update,
@@ -274,8 +276,6 @@ int cmd_probe(const std::vector<std::string>& args) {
   app.add_flag("--quiet", quiet, "no progress lines");
   if (int s = parse_subcommand(app, args, "probe"); s >= 0) return s;
   set_threads(threads);
-  if (window < 1 && app.count("--window"))
-    throw runs::ConfigError(fmt::format("--window: {} must be at least 1", window));
   o.window = window;
   o.progress = !quiet;
   require_named_if_given(app, "--csv", o.csv);
@@ -341,8 +341,8 @@ int cmd_experiment(const std::vector<std::string>& args) {
   const std::string cmd = fmt::format("\"{}\" \"{}\" \"{}\" --positions \"{}\" --out \"{}\"", interpreter, script,
                                       e.csv, runs::positions_path(e.csv), stem);
   if (std::system(cmd.c_str()) != 0) {
-    std::fprintf(stderr, "routelab: experiment: the CSVs are written, but the plot failed: %s\n", cmd.c_str());
-    return 1;
+    std::fprintf(stderr, "routelab: error: experiment: the CSVs are written, but the plot failed: %s\n", cmd.c_str());
+    return kInternalError;
   }
   return 0;
 }

@@ -114,19 +114,19 @@ void register_errors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const BadInput& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, one_line(e.what()).c_str());
     } catch (const runs::ConfigError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, one_line(e.what()).c_str());
     } catch (const data::CorpusError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, one_line(e.what()).c_str());
     } catch (const runs::CheckpointError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, one_line(e.what()).c_str());
     } catch (const runs::RunDirError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, one_line(e.what()).c_str());
     } catch (const cuda::DeviceError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, one_line(e.what()).c_str());
     } catch (const OutputError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, one_line(e.what()).c_str());
     }
   });
 }
