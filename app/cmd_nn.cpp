@@ -18,6 +18,7 @@
 #include <omp.h>
 
 #include "app/commands.h"
+#include "base/threads.h"
 #include "cuda/device.h"
 #include "io/output.h"
 #include "io/parse.h"
@@ -43,14 +44,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void set_threads(int threads) {
-  if (threads > 0) omp_set_num_threads(threads);
-}
+void set_threads(int threads) { use_threads(threads); }
 
 // --threads N: 1 to kMaxThreads (more cannot be made on any machine this
 // runs on, and OpenMP's failure to make them is no message).
 void add_threads_option(CLI::App& app, int& threads) {
-  app.add_option("--threads", threads, "OpenMP threads (default: all)")->check(integer_in(1, kMaxThreads));
+  app.add_option("--threads", threads, "OpenMP threads (default: the cores other processes leave free)")
+      ->check(integer_in(1, kMaxThreads));
 }
 
 // A path option given as '' is refused rather than read as "the default".
@@ -333,13 +333,15 @@ int cmd_experiment(const std::vector<std::string>& args) {
   const std::string stem = e.csv.ends_with(".csv") ? e.csv.substr(0, e.csv.size() - 4) : e.csv;
   // plots/ of the checkout: under the working directory, or beside the build
   // folder that holds this binary.
-  std::string script = "plots/extrapolation.py";
+  std::string script = e.task ? "plots/tasks.py" : "plots/extrapolation.py";
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!fs::exists(script) && !ec && fs::exists(exe.parent_path().parent_path() / script))
     script = (exe.parent_path().parent_path() / script).string();
-  const std::string cmd = fmt::format("\"{}\" \"{}\" \"{}\" --positions \"{}\" --out \"{}\"", interpreter, script,
-                                      e.csv, runs::positions_path(e.csv), stem);
+  const std::string cmd =
+      e.task ? fmt::format("\"{}\" \"{}\" \"{}\" --out \"{}\"", interpreter, script, e.csv, stem)
+             : fmt::format("\"{}\" \"{}\" \"{}\" --positions \"{}\" --out \"{}\"", interpreter, script, e.csv,
+                           runs::positions_path(e.csv), stem);
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "routelab: error: experiment: the CSVs are written, but the plot failed: %s\n", cmd.c_str());
     return kInternalError;

@@ -5,15 +5,16 @@
       [--schemes rope,learned_qkv] [--warmup 3] [--threads 2]
       [--peer-coretype auto|none|NAME] [--peer-isa native|avx2] [--eval-run DIR|trained]
       [--eval-lengths 16x,64x]
-      [--out bench/out/train.csv] [--device cpu|cuda] [--tf32] [--size cpu|gpu]
-      [--python /usr/bin/python3]
+      [--out bench/out/train.csv] [--device cpu|cuda] [--tf32] [--size cpu|gpu|task]
+      [--base-bin OTHER/routelab] [--python /usr/bin/python3]
 
 --device cuda (issue 6): both sides train on the GPU, routelab with
 `train --device cuda` and the peer with torch on CUDA (fused
 scaled_dot_product_attention); --tf32 gives both TF32 matmuls. --size gpu is
 the GPU-scale configuration (d_model 512, 8 heads, 8 layers, mlp_ratio 4,
 context 512, batch 16), the default with --device cuda; --size cpu the issue-4
-default below. The BLAS checks below concern the CPU peer and are skipped on
+default below; --size task the tasks' model of issue 51 (1 layer, d_model 64, 2
+heads, mlp_ratio 4, context 512, batch 16). The BLAS checks below concern the CPU peer and are skipped on
 the GPU. The target (>= 2x) is issue 4's, for the CPU; on the GPU the ratio is
 reported as measured.
 
@@ -57,6 +58,11 @@ OpenMP waiting: with other work on the two cores, two-thread runs whose
 OpenMP threads spin at barriers (libgomp's default) can slow down many times
 over; --omp-wait-policy passive sets OMP_WAIT_POLICY for both sides alike.
 The load average before each run is printed and kept in the CSV.
+
+Today's build against another (--base-bin OTHER/routelab, e.g. a build of the
+commit before a change): a third side, `base`, trains in every round beside
+the two others, the three in an order that rotates from round to round, and
+the summary adds the base's tokens/s and routelab / base.
 
 routelab against itself (issues 14 and 15): --between rope,learned_qkv,projected_qkv
 times those schemes' `routelab train` runs alone (no peer), each round in a
@@ -374,7 +380,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "out", "train.csv"))
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--tf32", action="store_true", help="TF32 matmuls on both sides (cuda only)")
-    ap.add_argument("--size", choices=["cpu", "gpu"], help="model size (default: gpu with --device cuda)")
+    ap.add_argument("--size", choices=["cpu", "gpu", "task"], help="model size (default: gpu with --device cuda)")
+    ap.add_argument("--base-bin", help="another routelab build, timed as a third side (see above)")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--python", default=PY, help="the Python with torch for the peer (default: Debian's)")
     ap.add_argument("--between", help="schemes timed against each other, no peer (see above)")
@@ -385,6 +392,7 @@ def main():
     if a.peer_isa != "native" and a.device != "cpu":
         ap.error("--peer-isa avx2 needs --device cpu (it holds the peer's CPU kernels)")
     size = dict(cpu=dict(d_model=128, heads=4, layers=4, mlp_ratio=4, context=128),
+                task=dict(d_model=64, heads=2, layers=1, mlp_ratio=4, context=512),
                 gpu=dict(d_model=512, heads=8, layers=8, mlp_ratio=4, context=512))[
         a.size or ("gpu" if a.device == "cuda" else "cpu")]
 
@@ -394,6 +402,9 @@ def main():
     if not os.path.exists(binp):
         sys.exit(f"{a.bin} not found: build it (cmake --build build --target routelab) or pass --bin")
     binp = os.path.abspath(binp)
+    basep = os.path.abspath(a.base_bin) if a.base_bin else None
+    if basep and not os.path.exists(basep):
+        sys.exit(f"--base-bin {a.base_bin} not found")
     corpus = a.corpus
     if not corpus:
         for c in ("data/brown", "tests/data/brown-slice"):
@@ -438,20 +449,26 @@ def main():
                 penv = peer_env(a.threads, None, a.omp_wait_policy)
                 print(f"device cuda, tf32 {a.tf32}, model {size}, batch {a.batch}", flush=True)
             summary = []
+            sides = ["routelab", "torch"] + (["base"] if basep else [])
             for scheme in schemes:
                 cfg = os.path.join(tmp_root, f"{scheme}.toml")
                 with open(cfg, "w") as f:
                     f.write(CONFIG.format(**size, scheme=scheme, batch=a.batch, steps=a.steps, seed=a.seed,
                                           corpus=corpus))
-                ours_med, peer_med, paired = [], [], []
+                ours_med, peer_med, base_med, paired = [], [], [], []
                 ours_all, peer_all = [], []
                 for rnd in range(a.rounds):
-                    order = ("routelab", "torch") if rnd % 2 == 0 else ("torch", "routelab")
+                    order = sides[rnd % len(sides):] + sides[:rnd % len(sides)]
                     res = {}
                     for side in order:
                         tmp = tempfile.mkdtemp(dir=tmp_root)
                         load = loadavg()
-                        if side == "routelab":
+                        if side == "base":
+                            rows, wall, _ = run_routelab(basep, cfg, a.steps, a.threads, ours_env, tmp, a.device,
+                                                         a.tf32)
+                            extra = ""
+                            shutil.rmtree(tmp, ignore_errors=True)
+                        elif side == "routelab":
                             rows, wall, run_dir = run_routelab(binp, cfg, a.steps, a.threads, ours_env, tmp,
                                                                a.device, a.tf32)
                             extra = ""
@@ -477,22 +494,31 @@ def main():
                         print(f"  {scheme:12s} round {rnd} {side:8s} median {res[side]:9.0f} tok/s over "
                               f"{len(tps)} steps (run {wall:.1f} s; loss {first:.3f} -> {last:.3f})"
                               + (f" [{extra}]" if extra else "") + f" load {load:.2f}", flush=True)
-                        (ours_all if side == "routelab" else peer_all).extend(tps)
+                        if side != "base":
+                            (ours_all if side == "routelab" else peer_all).extend(tps)
                     ours_med.append(res["routelab"])
                     peer_med.append(res["torch"])
+                    if basep:
+                        base_med.append(res["base"])
                     paired.append(res["routelab"] / res["torch"])
                 mo, mp = med(ours_med), med(peer_med)
                 ratio = mo / mp
-                summary.append((scheme, mo, mp, ratio, med(paired), med(ours_all) / med(peer_all)))
+                summary.append((scheme, mo, mp, ratio, med(paired), med(ours_all) / med(peer_all), med(base_med)))
                 out_rows.append(dict(kind="train_summary", scheme=scheme, side="routelab/torch",
                                      tokens_per_s=ratio, note=f"median routelab {mo:.1f}, torch {mp:.1f}"))
+                if basep:
+                    out_rows.append(dict(kind="train_summary", scheme=scheme, side="routelab/base",
+                                         tokens_per_s=mo / med(base_med),
+                                         note=f"median routelab {mo:.1f}, base {med(base_med):.1f} ({basep})"))
             print()
             print(f"training tokens/s, {a.rounds} rounds x {a.steps} steps (first {a.warmup} dropped), "
                   f"{a.threads} threads each; medians over rounds of each run's median")
             print(f"{'scheme':12s} {'routelab':>10s} {'torch':>10s} {'ratio':>7s} {'paired':>7s} {'pooled':>7s}  "
+                  + (f"{'base':>10s} {'r/base':>7s}  " if basep else "")
                   + (f"target >= {TARGET:g}x" if a.device == "cpu" else "(GPU: no target, measured)"))
-            for scheme, mo, mp, ratio, pr, pooled in summary:
+            for scheme, mo, mp, ratio, pr, pooled, mb in summary:
                 print(f"{scheme:12s} {mo:10.0f} {mp:10.0f} {ratio:7.2f} {pr:7.2f} {pooled:7.2f}  "
+                      + (f"{mb:10.0f} {mo / mb:7.2f}  " if basep else "")
                       + (f"{'met' if ratio >= TARGET else 'NOT met'}" if a.device == "cpu" else ""))
             print("(ratio: of the medians, routelab / torch; paired: median of per-round ratios; "
                   "pooled: of the medians of all kept steps)", flush=True)

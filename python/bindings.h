@@ -21,6 +21,7 @@ void register_errors(py::module_& m);
 void bind_sims(py::module_& m);      // sims.cpp
 void bind_families(py::module_& m);  // families.cpp
 void bind_runs(py::module_& m);      // runs.cpp
+void bind_tasks(py::module_& m);     // tasks.cpp
 
 // Columns of text cells, as the CSV writes them, to {name: array}: float64
 // for the columns named in `real` (measured values, whose shortest text may

@@ -20,4 +20,5 @@ PYBIND11_MODULE(_routelab, m) {
   routelab::python::bind_sims(m);
   routelab::python::bind_families(m);
   routelab::python::bind_runs(m);
+  routelab::python::bind_tasks(m);
 }

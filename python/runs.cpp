@@ -14,6 +14,7 @@
 #include <omp.h>
 #include <pybind11/stl.h>
 
+#include "base/threads.h"
 #include "io/table.h"
 #include "runs/config.h"
 #include "runs/eval.h"
@@ -29,17 +30,19 @@ namespace routelab::python {
 
 namespace {
 
-// OpenMP threads for one call (0: the default, every core), as --threads
-// sets them for one command; the default comes back after the call.
+// OpenMP threads for one call (0: the library's choice, the cores other
+// processes leave free; base/threads.h), as --threads sets them for one
+// command; the choice before comes back after the call.
 class ThreadsFor {
  public:
-  explicit ThreadsFor(int64_t threads) : saved_(omp_get_max_threads()) {
+  explicit ThreadsFor(int64_t threads) {
     if (threads < 0 || threads > kMaxThreads)
-      throw BadInput("threads", fmt::format("{} is not accepted; an integer in [1, {}], or 0 for every core", threads,
-                                            kMaxThreads));
-    if (threads > 0) omp_set_num_threads(int(threads));
+      throw BadInput("threads", fmt::format("{} is not accepted; an integer in [1, {}], or 0 for the cores other "
+                                            "processes leave free",
+                                            threads, kMaxThreads));
+    saved_ = use_threads(int(threads));
   }
-  ~ThreadsFor() { omp_set_num_threads(saved_); }
+  ~ThreadsFor() { use_threads(saved_); }
   ThreadsFor(const ThreadsFor&) = delete;
   ThreadsFor& operator=(const ThreadsFor&) = delete;
 

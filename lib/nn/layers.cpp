@@ -6,6 +6,8 @@
 
 #include <Eigen/Core>
 
+#include "nn/gemm.h"
+
 namespace routelab::nn {
 
 namespace {
@@ -19,9 +21,10 @@ using CMap = Eigen::Map<const MatR<R>>;
 
 // Rows per task. Fixed, so a row's arithmetic never depends on the thread count.
 constexpr int64_t kRowChunk = 64;
-// Output rows of a weight gradient per task: each task reduces over all N
-// rows in one product, in an order fixed by its shape alone.
-constexpr int kWeightChunk = 32;
+// A weight gradient's rows per task, and the rows of the product's long k
+// (the N positions) that a task takes at a time.
+constexpr int kWeightRowsPerTask = 2 * gemm::kRows;
+constexpr int64_t kWeightRows = 1024;
 // Columns per task of a reduction over rows (layernorm parameters, biases).
 constexpr int kColChunk = 16;
 
@@ -64,12 +67,8 @@ void layernorm_forward(R* out, R* mean, R* rstd, const R* inp, const R* w, const
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < N; ++n) {
     const R* x = inp + n * C;
-    R m = 0;
-    for (int c = 0; c < C; ++c) m += x[c];
-    m /= C;
-    R v = 0;
-    for (int c = 0; c < C; ++c) v += (x[c] - m) * (x[c] - m);
-    v /= C;
+    const R m = gemm::sum_of<R>(C, [&](int c) { return x[c]; }) / C;
+    const R v = gemm::sum_of<R>(C, [&](int c) { return (x[c] - m) * (x[c] - m); }) / C;
     const R s = R(1) / std::sqrt(v + eps);
     R* o = out + n * C;
     for (int c = 0; c < C; ++c) o[c] = (x[c] - m) * s * w[c] + b[c];
@@ -85,15 +84,9 @@ void layernorm_backward(R* dinp, R* dw, R* db, const R* dout, const R* inp, cons
   for (int64_t n = 0; n < N; ++n) {
     const R* x = inp + n * C;
     const R* d = dout + n * C;
-    R dnorm_mean = 0, dnorm_norm_mean = 0;
-    for (int c = 0; c < C; ++c) {
-      const R norm = (x[c] - mean[n]) * rstd[n];
-      const R dnorm = w[c] * d[c];
-      dnorm_mean += dnorm;
-      dnorm_norm_mean += dnorm * norm;
-    }
-    dnorm_mean /= C;
-    dnorm_norm_mean /= C;
+    const R dnorm_mean = gemm::sum_of<R>(C, [&](int c) { return w[c] * d[c]; }) / C;
+    const R dnorm_norm_mean =
+        gemm::sum_of<R>(C, [&](int c) { return w[c] * d[c] * ((x[c] - mean[n]) * rstd[n]); }) / C;
     R* di = dinp + n * C;
     for (int c = 0; c < C; ++c) {
       const R norm = (x[c] - mean[n]) * rstd[n];
@@ -104,11 +97,21 @@ void layernorm_backward(R* dinp, R* dw, R* db, const R* dout, const R* inp, cons
   for (int64_t cc = 0; cc < chunks(C, kColChunk); ++cc) {
     const int c0 = int(cc * kColChunk), c1 = std::min(C, c0 + kColChunk);
     R aw[kColChunk] = {}, ab[kColChunk] = {};
-    for (int64_t n = 0; n < N; ++n)
-      for (int c = c0; c < c1; ++c) {
-        aw[c - c0] += (inp[n * C + c] - mean[n]) * rstd[n] * dout[n * C + c];
-        ab[c - c0] += dout[n * C + c];
+    // A whole chunk's columns in one loop of fixed length, which vectorizes.
+    auto add_rows = [&](auto width) {
+      for (int64_t n = 0; n < N; ++n) {
+        const R* x = inp + n * C + c0;
+        const R* d = dout + n * C + c0;
+        for (int j = 0; j < width; ++j) {
+          aw[j] += (x[j] - mean[n]) * rstd[n] * d[j];
+          ab[j] += d[j];
+        }
       }
+    };
+    if (c1 - c0 == kColChunk)
+      add_rows(std::integral_constant<int, kColChunk>());
+    else
+      add_rows(c1 - c0);
     for (int c = c0; c < c1; ++c) {
       dw[c] += aw[c - c0];
       db[c] += ab[c - c0];
@@ -118,34 +121,65 @@ void layernorm_backward(R* dinp, R* dw, R* db, const R* dout, const R* inp, cons
 
 template <class R>
 void matmul_forward(R* out, const R* inp, const R* w, const R* bias, int64_t N, int C, int OC) {
-  CMap<R> W(w, OC, C);
+  std::vector<R> scratch;
+  const auto Wt = gemm::panels_of(w, 1, C, C, OC, scratch);  // W^T, C x OC
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < chunks(N, kRowChunk); ++k) {
     const int64_t n0 = k * kRowChunk, rows = std::min(kRowChunk, N - n0);
-    Map<R> O(out + n0 * OC, rows, OC);
-    O.noalias() = CMap<R>(inp + n0 * C, rows, C) * W.transpose();
-    if (bias)
-      for (int64_t r = 0; r < rows; ++r)
-        for (int o = 0; o < OC; ++o) O(r, o) += bias[o];
+    gemm::multiply(out + n0 * OC, OC, inp + n0 * C, C, 1, Wt, int(rows), C, OC, bias, false);
   }
 }
 
 template <class R>
 void matmul_backward(R* dinp, R* dw, R* dbias, const R* dout, const R* inp, const R* w, int64_t N, int C, int OC) {
-  CMap<R> W(w, OC, C);
+  std::vector<R> w_scratch, d_scratch, x_scratch;
+  const auto W = gemm::panels_of(w, C, 1, OC, C, w_scratch);  // OC x C
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < chunks(N, kRowChunk); ++k) {
     const int64_t n0 = k * kRowChunk, rows = std::min(kRowChunk, N - n0);
-    Map<R>(dinp + n0 * C, rows, C).noalias() += CMap<R>(dout + n0 * OC, rows, OC) * W;
+    gemm::multiply(dinp + n0 * C, C, dout + n0 * OC, OC, 1, W, int(rows), OC, C, static_cast<const R*>(nullptr),
+                   true);
   }
-  CMap<R> X(inp, N, C);
+  // dw += dout^T inp, a product over all N rows. The narrower of dout and
+  // inp is the one read in panels: dw^T (C x OC) = inp^T dout when dout is,
+  // dw itself = dout^T inp when inp is. Its rows go to tasks, and each task
+  // takes the rows' k in order, a block of kWeightRows at a time, so a block
+  // of the panels stays in the core's cache across its rows.
+  const bool by_dout = OC <= C;
+  const int rows = by_dout ? C : OC, cols = by_dout ? OC : C;
+  const auto B = by_dout ? gemm::panels_of(dout, OC, 1, int(N), OC, d_scratch)
+                         : gemm::panels_of(inp, C, 1, int(N), C, x_scratch);
+  const R* a = by_dout ? inp : dout;  // A(r, n) = a[n rows + r]
+  std::vector<R> dwt(by_dout ? std::size_t(C) * OC : 0, R(0));
+  R* out = by_dout ? dwt.data() : dw;
+  const int64_t groups = chunks(rows, kWeightRowsPerTask);
+  const R one = 1;
+#pragma omp parallel
+  {
+    for (int64_t n0 = 0; n0 < N; n0 += kWeightRows) {
+      const int k = int(std::min<int64_t>(kWeightRows, N - n0));
+      const gemm::Panels<R> Bk{B.b + n0 * B.row, B.row, B.panel};
+      // The same thread takes the same groups in every block (a static
+      // schedule over the same count), so no barrier is needed between blocks.
+#pragma omp for schedule(static) nowait
+      for (int64_t g = 0; g < groups; ++g) {
+        const int r0 = int(g * kWeightRowsPerTask), nr = std::min(kWeightRowsPerTask, rows - r0);
+        gemm::multiply(out + int64_t(r0) * cols, cols, a + n0 * rows + r0, 1, rows, Bk, nr, k, cols,
+                       static_cast<const R*>(nullptr), true);
+      }
+    }
+  }
+  if (by_dout) {
 #pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < chunks(OC, kWeightChunk); ++k) {
-    const int o0 = int(k * kWeightChunk), cols = std::min(kWeightChunk, OC - o0);
-    Eigen::Map<const MatR<R>, 0, Eigen::OuterStride<>> D(dout + o0, N, cols, Eigen::OuterStride<>(OC));
-    Map<R>(dw + int64_t(o0) * C, cols, C).noalias() += D.transpose() * X;
+    for (int o = 0; o < OC; ++o)
+      for (int c = 0; c < C; ++c) dw[int64_t(o) * C + c] += dwt[int64_t(c) * OC + o];
   }
-  if (dbias) add_column_sums(dbias, dout, N, OC);
+  // The bias's gradient sums dout's columns, rows in order: a product with a
+  // row of ones.
+  if (dbias) {
+    const auto D = by_dout ? B : gemm::panels_of(dout, OC, 1, int(N), OC, d_scratch);
+    gemm::multiply(dbias, 0, &one, 0, 0, D, 1, int(N), OC, static_cast<const R*>(nullptr), true);
+  }
 }
 
 // tanh goes through Eigen's vectorized kernel (float) a block at a time;

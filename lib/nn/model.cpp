@@ -166,6 +166,16 @@ std::size_t walk_activations(ActivationLayout<R>& a, R* base, const ModelConfig&
   return total;
 }
 
+// x[0..n) = 0, in parallel: the training step's gradients are tens of
+// megabytes.
+template <class R>
+void zero_in_parallel(R* x, std::size_t n) {
+  constexpr std::size_t kChunk = std::size_t(1) << 16;
+#pragma omp parallel for schedule(static)
+  for (std::size_t c = 0; c < (n + kChunk - 1) / kChunk; ++c)
+    std::fill(x + c * kChunk, x + std::min(n, (c + 1) * kChunk), R(0));
+}
+
 }  // namespace
 
 template <class R>
@@ -287,6 +297,7 @@ struct CpuOps {
                                                                  : P + lp.angles;
     angles->angles(theta.data(), tokens, B, T, l, pass, increments, first_b);
     if (*angle_observer) (*angle_observer)(l, theta.data(), B, T, nb);
+#pragma omp parallel for schedule(static)
     for (std::size_t i = 0; i < theta.size(); ++i) {
       L.cs[2 * i] = R(std::cos(theta[i]));
       L.cs[2 * i + 1] = R(std::sin(theta[i]));
@@ -342,8 +353,12 @@ void Model<R>::backward() {
   const int64_t N = int64_t(B) * T;
   Arena& g = *grad_acts_;
   g.allocate(m, B, T, false);
-  std::fill(g.mem.begin(), g.mem.end(), R(0));
-  std::fill(grads.begin(), grads.end(), R(0));
+  // Every layer adds into its gradients but cross-entropy, which writes the
+  // logits' (the arena's largest buffer): the rest starts at zero.
+  const std::size_t logits_at = std::size_t(g.logits - g.mem.data()), logits_size = std::size_t(N) * m.vocab;
+  zero_in_parallel(g.mem.data(), logits_at);
+  zero_in_parallel(g.logits + logits_size, g.mem.size() - logits_at - logits_size);
+  zero_in_parallel(grads.data(), grads.size());
   const bool trained_angles = angles_ && angles_->trained();
   if (trained_angles) dtheta_.assign(std::size_t(N) * (m.head_dim() / 2), 0.0);
   CpuOps<R> ops{.m = m, .scheme = scheme_, .angles = angles_.get(), .theta = dtheta_, .slopes = slopes_,

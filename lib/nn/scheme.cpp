@@ -81,6 +81,7 @@ class RopeAngles final : public AngleSource<R> {
   explicit RopeAngles(std::vector<double> f) : f_(std::move(f)) {}
   void angles(double* theta, const int*, int B, int T, int, uint64_t, const R*, int) const override {
     const int nb = int(f_.size());
+#pragma omp parallel for schedule(static)
     for (int b = 0; b < B; ++b)
       for (int64_t t = 0; t < T; ++t)
         for (int j = 0; j < nb; ++j) theta[(int64_t(b) * T + t) * nb + j] = wrap_remainder(double(t) * f_[j]);
@@ -97,10 +98,10 @@ class RandomAngles final : public AngleSource<R> {
   void angles(double* theta, const int*, int B, int T, int layer, uint64_t pass, const R*,
               int first_b) const override {
     const int nb = int(w_.size());
-    std::vector<double> u(nb);
+#pragma omp parallel for schedule(static)
     for (int b = 0; b < B; ++b) {
       Stream s(seed_, random_angle_stream(pass, layer, uint64_t(first_b + b)));
-      std::vector<double> sum(nb, 0.0);
+      std::vector<double> u(nb), sum(nb, 0.0);
       for (int64_t t = 0; t < T; ++t) {
         s.uniforms(u.data(), nb);
         for (int j = 0; j < nb; ++j) {
@@ -122,9 +123,9 @@ class RandomAngles final : public AngleSource<R> {
 // from row (b T + s) of the layer's psi.
 template <class R, class Row>
 void accumulate_increments(double* theta, int B, int T, int nb, Row row) {
-  std::vector<double> sum(nb);
+#pragma omp parallel for schedule(static)
   for (int b = 0; b < B; ++b) {
-    std::fill(sum.begin(), sum.end(), 0.0);
+    std::vector<double> sum(nb, 0.0);
     for (int64_t t = 0; t < T; ++t) {
       const R* x = row(b, t);
       for (int j = 0; j < nb; ++j) {

@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 
+#include "base/threads.h"
 #include "io/output.h"
 #include "io/table.h"
 #include "runs/memory.h"
@@ -57,6 +58,7 @@ void forward_windows(nn::ModelBackend& model, const std::vector<uint8_t>& stream
   const int batch = eval_batch(L);
   std::vector<int> tokens, targets;
   for (int64_t w0 = 0, pass = 0; w0 < windows; w0 += batch, ++pass) {
+    adapt_threads();  // unless the caller fixed them, the cores other processes leave (base/threads.h)
     const int B = int(std::min<int64_t>(batch, windows - w0));
     tokens.resize(std::size_t(B) * L);
     targets.resize(tokens.size());

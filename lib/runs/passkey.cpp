@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 
+#include "base/threads.h"
 #include "data/brown.h"
 #include "io/output.h"
 #include "io/table.h"
@@ -41,6 +42,7 @@ PasskeyResult passkey_eval(nn::ModelBackend& model, int vocab, const std::vector
   int all_right = 0, digits_right = 0;
   double nats = 0;
   for (int t0 = 0, pass = 0; t0 < trials; t0 += batch, ++pass) {
+    adapt_threads();  // unless the caller fixed them, the cores other processes leave (base/threads.h)
     const int B = std::min(batch, trials - t0);
     tokens.resize(std::size_t(B) * L);
     targets.resize(tokens.size());

@@ -12,6 +12,7 @@
 
 #include <fmt/core.h>
 
+#include "base/threads.h"
 #include "data/brown.h"
 #include "io/csv_read.h"
 #include "io/parse.h"
@@ -231,8 +232,12 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
   std::vector<int> tokens(std::size_t(local_B) * T), targets(tokens.size());
   std::vector<std::vector<data::TaskRead>> reads;
   double last_loss = 0, last_report = 0;
+  // The thread count, unless the caller fixed it, follows the cores other
+  // processes leave free (base/threads.h); the first call measures them.
+  adapt_threads();
   const auto loop_start = std::chrono::steady_clock::now();
   for (int step = summary.start_step; step < c.train.steps; ++step) {
+    adapt_threads();
     const auto t0 = std::chrono::steady_clock::now();
     if (c.is_task())
       reads = task_training_batch(c.task, T, first_b, local_B, c.train.batch_seed(), step, tokens.data(),

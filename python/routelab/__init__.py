@@ -327,7 +327,8 @@ def train(config, out, *, resume=False, threads=0, progress=None):
     file; numbers may be numpy's. A relative corpus path is read from the working directory (os.getcwd()), and
     a corpus that is not there is named by its absolute path. progress(step, steps, loss) is called after
     every step; Ctrl-C stops training (KeyboardInterrupt), and the run keeps its last checkpoint
-    (resume=True continues from it). threads: 0 for every core."""
+    (resume=True continues from it). threads: 0 for the cores other processes leave free (docs/training.md),
+    N to fix them."""
     core = _need_core()
     given = {"out": out, "resume": resume, "threads": threads}
     args = (_path_arg("out", out), _bool_arg("resume", resume), _int_arg("threads", threads),
@@ -404,6 +405,37 @@ class Run:
                 _int_arg("seed", seed, 0, 2**64 - 1), out, _int_arg("threads", threads), _callable_arg("progress", progress))
         with _PythonWords({"lengths": lengths, "depths": depths, "trials": trials, "seed": seed, "threads": threads}):
             return _need_core()._passkey(self.path, *args)
+
+    @property
+    def task(self):
+        """The task the run trained on ("flipflop", "latest_value"), or "" for a corpus."""
+        return self.config["data"].get("task", "")
+
+    def _task_args(self, lengths, p, distances, reads, distance_reads, seed):
+        return (_lengths_text(lengths), _real_list("p", p), _int_list("distances", distances),
+                _int_arg("reads", reads, 1), _int_arg("distance_reads", distance_reads, 1), _int_arg("seed", seed, 0))
+
+    def task_eval(self, lengths="1x,2x,4x,8x,16x", *, p=(), distances=(), reads=2000, distance_reads=500, seed=1,
+                  out=None):
+        """`routelab eval` of a run trained on a task (docs/tasks.md): the read error of each generated set
+        (the law at each length, flip-flop's further p, the distance sets), columns as its CSV, which is written
+        to out (default RUN/eval.csv) with its sidecar."""
+        out = _os.path.join(self.path, "eval.csv") if out is None else _path_arg("out", out)
+        args = self._task_args(lengths, p, distances, reads, distance_reads, seed)
+        with _PythonWords({"lengths": lengths, "p": p, "distances": distances, "reads": reads,
+                           "distance_reads": distance_reads, "seed": seed, "out": out}):
+            return _need_core()._task_eval(self.path, *args, out)
+
+    def task_sets(self, lengths="1x,2x,4x,8x,16x", *, p=(), distances=(), reads=2000, distance_reads=500, seed=1):
+        """The sets task_eval scores, as a list of dicts: name, set ("length" or "distance"), task, p, eval_len,
+        distance, sequences; "bytes", a uint8 array (sequences, eval_len + 1) whose row is one sequence (the start
+        byte first: position t predicts byte t + 1); "reads", an int64 array of rows (sequence, position,
+        distance) whose answer is bytes[sequence, position + 1]. A PyTorch model scored on them (the most likely
+        next byte at each read) gives task_eval's errors."""
+        args = self._task_args(lengths, p, distances, reads, distance_reads, seed)
+        with _PythonWords({"lengths": lengths, "p": p, "distances": distances, "reads": reads,
+                           "distance_reads": distance_reads, "seed": seed}):
+            return _need_core()._task_sets(self.path, *args)
 
     def export(self, out):
         """`routelab export`: the weights as a .safetensors file (docs/export.md), which
