@@ -8,10 +8,11 @@ bash, cmake, python3, ...), one command at a time in page order, each to exit 0;
 PYTHONPATH=build/python as the pages say. Not run: blocks that are no commands (a verify table, the layout, TOML),
 CMake code (scripts/test-install.sh builds examples/ against the package), docs/python.md (tests/python/
 test_docs.py runs its blocks), and the few commands SKIPPED names, each with its reason; the hours-long configs of
-QUICK run on their quick counterparts. A sample of `routelab verify`'s table must have the program's header and
-name rows it prints.
+QUICK run on their quick counterparts. `routelab verify` (about 40 s even with --quick) runs in its own test,
+DocsVerify (ctest python_docs_verify), which also checks that a sample of its table has the program's header and
+names rows it prints; DocsCommands (ctest python_docs_commands) runs the rest in well under a minute.
 
-  PYTHONPATH=build/python /usr/bin/python3 tests/python/test_docs_commands.py --build build
+  PYTHONPATH=build/python /usr/bin/python3 tests/python/test_docs_commands.py --build build [DocsCommands|DocsVerify]
 """
 import glob
 import os
@@ -34,6 +35,8 @@ SKIPPED = {
     "bash scripts/test.sh": "the test suite itself (this test is part of it)",
     "bash scripts/verify.sh": "every check at default sizes and every figure, about 22 minutes; `routelab verify "
                               "--quick` and `routelab experiment` on the quick config run here instead",
+    "./build/routelab experiment experiments/flipflop-cpu.toml": "every scheme x 3 seeds, hours on a CPU; the page's "
+                                                                 "quick flip-flop train and eval run its workflow",
 }
 
 # Hours-long configs, run on their quick counterparts: the same command otherwise.
@@ -96,9 +99,15 @@ def without_comment(command):
     return command[:at].rstrip() if at >= 0 else command
 
 
+def is_verify(command):
+    words = command.split()
+    return bool(words) and program(command).endswith("routelab") and words[1:2] == ["verify"]
+
+
 def plan(page):
-    """[(kind, heading, text)] of a page in order: kind "sh" (one command, quick config applied), "python" (a
-    block), "skip" (a command and why), "other" (a block that is no command, and its language)."""
+    """[(kind, heading, text)] of a page in order: kind "sh" (one command, quick config applied), "verify" (a
+    `routelab verify` command, DocsVerify's), "python" (a block), "skip" (a command and why), "other" (a block that
+    is no command, and its language)."""
     steps = []
     for lang, heading, code in doc_blocks(os.path.join(ROOT, page)):
         if lang == "python":
@@ -111,7 +120,7 @@ def plan(page):
                     continue
                 for slow, quick in QUICK.items():
                     c = c.replace(slow, quick)
-                steps.append(("sh", heading, c))
+                steps.append(("verify" if is_verify(c) else "sh", heading, c))
         else:
             steps.append(("other", heading, lang or "unmarked"))
     return steps
@@ -136,29 +145,30 @@ def repository_copy(work, build):
     return root
 
 
-def run_steps(steps, root, build):
-    """Runs the page's steps in `root`: (None, log) or (what failed, log)."""
+def run_steps(steps, root, build, kinds=("sh", "python")):
+    """Runs the page's steps of `kinds` in `root`: (None, log) or (what failed, log). A verify step's output goes
+    to VERIFY_OUTPUT."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["HOME"] = os.path.join(os.path.dirname(root), "home")
     os.makedirs(env["HOME"], exist_ok=True)
     python_env = dict(env, PYTHONPATH=os.path.join(build, "python"))
     log = []
     for kind, heading, text in steps:
-        if kind not in ("sh", "python"):
+        if kind not in kinds:
             continue
-        argv = ["bash", "-e", "-o", "pipefail", "-c", text] if kind == "sh" else [PY, "-c", text]
+        argv = [PY, "-c", text] if kind == "python" else ["bash", "-e", "-o", "pipefail", "-c", text]
         t0 = time.perf_counter()
         try:
-            r = subprocess.run(argv, cwd=root, env=env if kind == "sh" else python_env, capture_output=True,
+            r = subprocess.run(argv, cwd=root, env=python_env if kind == "python" else env, capture_output=True,
                                text=True, timeout=COMMAND_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             return (f"[{heading}] {text}: still running after {COMMAND_TIMEOUT_S} s; give it a quick config (QUICK) or "
                     "a reason to skip it (SKIPPED)"), "\n".join(log)
-        log.append(f"{time.perf_counter() - t0:6.1f} s  {text if kind == 'sh' else '(python block)'}")
+        log.append(f"{time.perf_counter() - t0:6.1f} s  {'(python block)' if kind == 'python' else text}")
         if r.returncode != 0:
             tail = (r.stdout + r.stderr)[-3000:]
             return f"[{heading}] {text}\nexit status {r.returncode}:\n{tail}", "\n".join(log)
-        if kind == "sh" and program(text).endswith("routelab") and text.split()[1:3] == ["verify", "--quick"]:
+        if kind == "verify" and "--quick" in text.split():
             VERIFY_OUTPUT["quick"] = r.stdout
     return None, "\n".join(log)
 
@@ -167,33 +177,36 @@ def table_key(line):
     """A `routelab verify` table row's check, result, quantity and parameters (its words before the estimate): the
     last five words are estimate, interval ("-" or two words), theory, kind and verdict."""
     words = line.split()
-    tail = 6 if len(words) >= 6 and words[-5].endswith("]") else 5
+    tail = 6 if len(words) >= 6 and words[-4].endswith("]") else 5
     return tuple(words[:-tail])
 
 
-class DocsCommands(unittest.TestCase):
+class DocsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if BUILD is None:
             raise unittest.SkipTest("--build names no build folder")
-        if not os.path.isdir(os.path.join(ROOT, "data", "brown")):
-            raise unittest.SkipTest("data/brown is missing: bash scripts/fetch-corpus.sh (scripts/test.sh does)")
+        for corpus in ("brown", "gcide"):  # the pages fetch both; a missing one would be fetched from the network
+            if not os.path.isdir(os.path.join(ROOT, "data", corpus)):
+                raise unittest.SkipTest(f"data/{corpus} is missing: bash scripts/fetch-corpus.sh {corpus} "
+                                        "(scripts/test.sh fetches both)")
         if shutil.which("git") is None or not os.path.exists(os.path.join(ROOT, ".git")):
             raise unittest.SkipTest("not a git checkout: the copy is made from git's list of files")
 
-    def test_every_command_of_every_page(self):
+    def run_pages(self, kinds):
+        """Runs the steps of `kinds` of every page in a fresh copy of the repository each; the number run."""
         ran = 0
         for page in pages():
             if page in OTHER_TESTS:
                 continue
             steps = plan(page)
-            runnable = [s for s in steps if s[0] in ("sh", "python")]
+            runnable = [s for s in steps if s[0] in kinds]
             if not runnable:
                 continue
             work = tempfile.mkdtemp(prefix="routelab_docs_commands_")
             t0 = time.perf_counter()
             try:
-                failed, log = run_steps(steps, repository_copy(work, BUILD), BUILD)
+                failed, log = run_steps(steps, repository_copy(work, BUILD), BUILD, kinds)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
             self.assertIsNone(failed, f"{page}: {failed}\n(ran before it:\n{log})")
@@ -201,10 +214,15 @@ class DocsCommands(unittest.TestCase):
             print(f"test_docs_commands: {page}: {len(runnable)} commands and blocks in "
                   f"{time.perf_counter() - t0:.1f} s\n{log}", flush=True)
             for kind, heading, text in steps:
-                if kind == "skip":
+                if kind == "skip" and "sh" in kinds:
                     print(f"  skipped [{heading}] {text}", flush=True)
+        return ran
+
+
+class DocsCommands(DocsTest):
+    def test_every_command_of_every_page(self):
         # The pages hold at least the README's simulations and training blocks, training.md's and export.md's.
-        self.assertGreaterEqual(ran, 20)
+        self.assertGreaterEqual(self.run_pages(("sh", "python")), 20)
 
     def test_skips_and_quick_configs_name_documented_commands(self):
         # An entry whose command left the pages would skip nothing: it goes.
@@ -214,25 +232,6 @@ class DocsCommands(unittest.TestCase):
         blocks = "".join(code for page in pages() for _, _, code in doc_blocks(os.path.join(ROOT, page)))
         for slow in QUICK:
             self.assertIn(slow, blocks)
-
-    def test_verify_samples_match_the_program(self):
-        samples = []
-        for page in pages():
-            for lang, heading, code in doc_blocks(os.path.join(ROOT, page)):
-                lines = code.splitlines()
-                if lines and lines[0].split()[:4] == ["check", "result", "quantity", "parameters"]:
-                    samples.append((page, lines))
-        self.assertGreaterEqual(len(samples), 1)
-        if "quick" not in VERIFY_OUTPUT:
-            out = subprocess.run([os.path.join(BUILD, "routelab"), "verify", "--quick"], capture_output=True, text=True)
-            self.assertEqual(out.returncode, 0, out.stderr)
-            VERIFY_OUTPUT["quick"] = out.stdout
-        printed = VERIFY_OUTPUT["quick"].splitlines()
-        keys = {table_key(line) for line in printed[1:-1]}
-        for page, lines in samples:
-            self.assertEqual(lines[0].split(), printed[0].split(), f"{page}: the sample's columns")
-            for line in lines[1:]:
-                self.assertIn(table_key(line), keys, f"{page}: `routelab verify --quick` prints no row {line!r}")
 
     def test_a_failing_command_fails(self):
         work = tempfile.mkdtemp(prefix="routelab_docs_commands_")
@@ -247,6 +246,27 @@ class DocsCommands(unittest.TestCase):
         self.assertIn("exit status 2", failed)
         self.assertEqual(table_key("a b  Example 2  beta  d=8  0.75  [0.7, 0.8]  0.75 exact  pass"),
                          ("a", "b", "Example", "2", "beta", "d=8"))
+        self.assertEqual(table_key("so2 decay  B.2  mixing_window  a=1 eps=0.01  27  -  27 exact  pass"),
+                         ("so2", "decay", "B.2", "mixing_window", "a=1", "eps=0.01"))
+
+
+class DocsVerify(DocsTest):
+    def test_verify_commands_and_samples(self):
+        self.assertGreaterEqual(self.run_pages(("verify",)), 1)
+        self.assertIn("quick", VERIFY_OUTPUT, "no page runs `routelab verify --quick`")
+        samples = []
+        for page in pages():
+            for lang, heading, code in doc_blocks(os.path.join(ROOT, page)):
+                lines = code.splitlines()
+                if lines and lines[0].split()[:4] == ["check", "result", "quantity", "parameters"]:
+                    samples.append((page, lines))
+        self.assertGreaterEqual(len(samples), 1)
+        printed = VERIFY_OUTPUT["quick"].splitlines()
+        keys = {table_key(line) for line in printed[1:-1]}
+        for page, lines in samples:
+            self.assertEqual(lines[0].split(), printed[0].split(), f"{page}: the sample's columns")
+            for line in lines[1:]:
+                self.assertIn(table_key(line), keys, f"{page}: `routelab verify --quick` prints no row {line!r}")
 
 
 if __name__ == "__main__":
