@@ -16,10 +16,15 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.h"
+#include "nn/backend.h"
 #include "nn/model.h"
 #include "nn/scheme.h"
 #include "nn/streams.h"
 #include "rng/stream.h"
+#include "runs/config.h"
+#include "runs/eval.h"
+#include "runs/memory.h"
+#include "runs/train.h"
 
 namespace {
 
@@ -152,6 +157,38 @@ TEST(RunRules, TrainResumeRefusesADamagedLog) {
   EXPECT_EQ(run_routelab("train --config c.toml --out run --resume --quiet", tmp.path, tmp.path).status, 0);
 }
 
+// claims judged one seed's rows as complete with its 64x row missing (the
+// margin moved, the seed still counted), and a header-only CSV or rows no
+// rule reads gave exit 0 and an empty table: each is refused in one line.
+TEST(RunRules, ClaimsRefuseIncompleteSeedsAndCsvsWithNothingToJudge) {
+  TempDir tmp;
+  const fs::path committed = fs::path(ROUTELAB_SOURCE_DIR) / "paper-figures/extrapolation-cpu/extrapolation.csv";
+  const std::string csv = slurp(committed), sidecar = slurp(committed.string() + ".json");
+  const std::string header = csv.substr(0, csv.find('\n') + 1);
+  auto write = [&](const std::string& name, const std::string& text) {
+    spit(tmp / name, text);
+    spit(tmp / (name + ".json"), sidecar);
+  };
+  write("whole.csv", csv);
+  ASSERT_EQ(run_routelab("claims whole.csv", tmp.path, tmp.path).status, 0);
+  // rope seed 2's 64x row (eval_len 8192) taken out.
+  std::string cut = csv;
+  const std::size_t row = cut.find("rope,2,128,8192,");
+  ASSERT_NE(row, std::string::npos);
+  cut.erase(row, cut.find('\n', row) + 1 - row);
+  write("cut.csv", cut);
+  write("header.csv", header);
+  std::string nope_only = header;
+  for (std::size_t at = csv.find("\nnope,"); at != std::string::npos; at = csv.find("\nnope,", at + 1))
+    nope_only += csv.substr(at + 1, csv.find('\n', at + 1) - at);
+  write("nope.csv", nope_only);
+  expect_refusals_touch_nothing(
+      {{"claims cut.csv", "claims: rope seed 2 (default) has no row at 64x in cut.csv, and its other seeds have one"},
+       {"claims header.csv", "claims: header.csv holds a header and no rows"},
+       {"claims nope.csv", "claims: no claim can be judged from these CSVs"}},
+      tmp.path);
+}
+
 // Exit status 1 is a failed check's; what is neither that nor bad input is
 // 3, one line.
 TEST(RunRules, WhatIsNoBadInputExitsThree) {
@@ -164,6 +201,17 @@ TEST(RunRules, WhatIsNoBadInputExitsThree) {
   const std::string err = slurp(tmp / "err.txt");
   EXPECT_EQ(count_lines(err), 1) << err;
   EXPECT_TRUE(err.starts_with("routelab: error: experiment: the CSVs are written, but the plot failed")) << err;
+  // Out of memory where no preflight foresaw it (a walk of 4096 x 4096
+  // products under ulimit -v): 3, one line, no output file.
+  const std::string oom = "cd '" + tmp.path.string() + "' && ulimit -v 1000000 && '" + ROUTELAB_BINARY +
+                          "' sim spectral-gap --family householder --d 4096 --samples 100 --threads 1 --out g.csv "
+                          "> out.txt 2> err.txt";
+  const int oom_raw = std::system(oom.c_str());
+  const std::string oom_err = slurp(tmp / "err.txt");
+  EXPECT_EQ(WEXITSTATUS(oom_raw), 3) << oom_err;
+  EXPECT_EQ(oom_err, "routelab: error: out of memory (std::bad_alloc): the work needed more memory than it could "
+                     "have\n");
+  EXPECT_FALSE(fs::exists(tmp / "g.csv"));
 }
 
 // The preflight reads the process's limits as well as the machine's memory:
@@ -184,6 +232,33 @@ TEST(RunRules, TheMemoryPreflightRespectsUlimit) {
   EXPECT_EQ(count_lines(err), 1) << err;
   EXPECT_NE(err.find("GiB this process's limits leave it (ulimit -v, ulimit -d)"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(tmp / "run"));
+}
+
+// With a backend that says what its device has free (the CUDA one asks
+// cudaMemGetInfo), the preflight asks the device, not the host, and a model
+// too large for it is refused before anything is built or written: here a
+// CPU backend that says its device has 1 KiB free.
+TEST(RunRules, TheMemoryPreflightAsksTheDevice) {
+  using namespace routelab;
+  TempDir tmp;
+  const runs::RunConfig c = runs::parse_run_config_text(tiny_config("rope", 10, 5), "c.toml");
+  std::size_t asked = 0;
+  const nn::BackendFactory small(nn::cpu_backend_factory().make, [&] {
+    ++asked;
+    return std::size_t(1) << 10;
+  });
+  try {
+    runs::train_run(c, {(tmp / "run").string(), false, false, small});
+    ADD_FAILURE() << "trained on a device with 1 KiB free";
+  } catch (const runs::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("GiB the device has free"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(asked, 1u);
+  EXPECT_FALSE(fs::exists(tmp / "run"));
+  EXPECT_THROW(runs::require_memory(std::size_t(2) << 10, "evaluating at 16", small), runs::ConfigError);
+  EXPECT_NO_THROW(runs::require_memory(std::size_t(1) << 9, "evaluating at 16", small));
+  // Without free_bytes the host's memory is what counts: 1 MiB fits.
+  EXPECT_NO_THROW(runs::require_memory(std::size_t(1) << 20, "evaluating at 16", nn::cpu_backend_factory()));
 }
 
 // The messages the round found wrong, each one line naming what was given.

@@ -1,8 +1,10 @@
 """The rules that protect a run live in the library, so Python gets them as the CLI does (issue 52), with real
 processes both ways: while the CLI trains a run folder, Python's train (resume), probe, passkey and export into it
 are refused naming the CLI's PID, and while a Python process trains one, the CLI's train, eval, passkey, probe and
-export into it are refused naming that process; a Python process stopped by SIGTERM removes its lock file. Integer
-arguments out of their range are one-line ValueErrors, not pybind11's conversion errors.
+export into it are refused naming that process; a Python process stopped by SIGTERM removes its lock file. A lock
+path that is a link is refused from Python as from the CLI, with the file it points at untouched; a damaged log
+stops a resume; the memory preflight reads the process's limits. Integer arguments out of their range are one-line
+ValueErrors, not pybind11's conversion errors.
 
   PYTHONPATH=build/python /usr/bin/python3 tests/python/test_library_rules.py --routelab build/routelab
 """
@@ -23,11 +25,14 @@ LOCK = ".routelab.lock"
 
 
 def snapshot(folder):
-    """Every file under `folder` with its bytes."""
+    """Every file under `folder` with its bytes (a symbolic link: where it points)."""
     out = {}
     for root, _, files in os.walk(folder):
         for name in files:
             path = os.path.join(root, name)
+            if os.path.islink(path):
+                out[os.path.relpath(path, folder)] = "link to " + os.readlink(path)
+                continue
             with open(path, "rb") as f:
                 out[os.path.relpath(path, folder)] = f.read()
     return out
@@ -147,6 +152,70 @@ class LibraryRules(unittest.TestCase):
             routelab.sim(None)
         self.assertNotIn("\n", str(e.exception))
         self.assertEqual(sorted(os.listdir(run.path)), ["checkpoint.bin", "config.toml", "train.csv"])
+
+    def test_a_lock_path_that_is_a_link_is_refused(self):
+        run = routelab.train(self.short, os.path.join(self.work, "linked"), threads=1)
+        victim = os.path.join(self.work, "victim.txt")
+        with open(victim, "w") as f:
+            f.write("keep me\n")
+        fresh = os.path.join(self.work, "linked-fresh")
+        os.makedirs(fresh)
+        calls = (("train --resume", run.path, lambda: routelab.train(self.short, run.path, resume=True, threads=1)),
+                 ("train", fresh, lambda: routelab.train(self.short, fresh, threads=1)),
+                 ("probe", run.path, lambda: run.probe("1x", window=2, max_windows=1)),
+                 ("passkey", run.path, lambda: run.passkey("128", depths=[0.5], trials=1)),
+                 ("export", run.path, lambda: run.export(os.path.join(run.path, "m.safetensors"))))
+        for target in (victim, os.path.join(self.work, "made-by-the-lock")):
+            for name, folder, call in calls:
+                with self.subTest(name, target=target):
+                    lock = os.path.join(folder, LOCK)
+                    os.symlink(target, lock)
+                    try:
+                        before = snapshot(self.work)
+                        with self.assertRaises(ValueError) as e:
+                            call()
+                        self.assertIn(f"the lock path {lock} is a symbolic link", str(e.exception))
+                        self.assertNotIn("\n", str(e.exception))
+                        self.assertEqual(snapshot(self.work), before)
+                    finally:
+                        os.remove(lock)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "keep me\n")
+        self.assertFalse(os.path.lexists(os.path.join(self.work, "made-by-the-lock")))
+
+    def test_a_resume_over_a_damaged_log_is_refused(self):
+        run = routelab.train(self.short, os.path.join(self.work, "damaged-log"), threads=1)
+        log = os.path.join(run.path, "train.csv")
+        with open(log) as f:
+            text = f.read()
+        with open(log, "w") as f:
+            f.write(text[:-5])
+        before = snapshot(run.path)
+        with self.assertRaises(ValueError) as e:
+            routelab.train(self.short, run.path, resume=True, threads=1)
+        self.assertIn("is damaged (it ends inside a row: the file was cut)", str(e.exception))
+        self.assertEqual(snapshot(run.path), before)
+
+    def test_the_memory_preflight_reads_the_process_limits(self):
+        big = os.path.join(self.work, "big.toml")
+        with open(big, "w") as f:
+            f.write(tiny_config("rope", "", self.corpus, 10).replace("context = 16", "context = 4096")
+                    .replace("d_model = 24", "d_model = 240").replace("batch = 4", "batch = 16"))
+        out = os.path.join(self.work, "big-run")
+        # The limit leaves this interpreter 1.5 GB above what it has mapped, less than the model needs.
+        code = ("import resource, routelab\n"
+                "vm = int([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmSize:')][0]) * 1024\n"
+                "resource.setrlimit(resource.RLIMIT_AS, (vm + 1500 * 2**20, resource.RLIM_INFINITY))\n"
+                "try:\n"
+                f"    routelab.train({big!r}, {out!r}, threads=1)\n"
+                "except ValueError as e:\n"
+                "    print(e)\n")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("GiB this process's limits leave it (ulimit -v, ulimit -d)", r.stdout)
+        self.assertFalse(os.path.exists(out))
+
 
 
 if __name__ == "__main__":
