@@ -134,6 +134,28 @@ class LibraryRules(unittest.TestCase):
             py.kill()
             py.wait()
 
+    def test_sigint_and_sighup_remove_python_s_lock(self):
+        # SIGINT: Python's own handler stays; its KeyboardInterrupt unwinds through the lock's destructor. SIGHUP:
+        # the module's handler removes the lock file, then the process dies of the signal.
+        for sig in (signal.SIGINT, signal.SIGHUP):
+            with self.subTest(signal.Signals(sig).name):
+                run = os.path.join(self.work, f"stopped-by-{int(sig)}")
+                code = f"import routelab; routelab.train({self.long!r}, {run!r}, threads=1)"
+                env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+                py = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+                try:
+                    self.assertTrue(wait_until_it_holds(py, run), "the Python process ended before it held its lock")
+                    os.kill(py.pid, sig)
+                    os.kill(py.pid, signal.SIGCONT)
+                    status = py.wait(timeout=60)
+                    self.assertIn(status, (-sig, 1) if sig == signal.SIGINT else (-sig,))
+                    self.assertFalse(os.path.exists(os.path.join(run, LOCK)))
+                    self.assertTrue(os.path.exists(os.path.join(run, "checkpoint.bin")))
+                finally:
+                    py.kill()
+                    py.wait()
+
     def test_integers_out_of_range_are_one_line_value_errors(self):
         run = routelab.train(self.short, os.path.join(self.work, "ranges"), threads=1)
         for call, says in ((lambda: run.eval("1x", threads=2**40), "1099511627776 is not accepted"),
