@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "app/commands.h"
+#include "io/parse.h"
 #include "io/user_paths.h"
 
 namespace routelab {
@@ -17,6 +18,18 @@ void note_path_options(const CLI::App& app) {
     for (const std::string& value : opt->results()) note_user_path(name, value);
   }
   for (const CLI::App* sub : app.get_subcommands()) note_path_options(*sub);
+}
+
+CLI::Validator integer_in(long long lo, long long hi, const std::string& range) {
+  const std::string accepted =
+      "an integer in " + (range.empty() ? "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]" : range);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const auto v = parse_integer(text);
+        if (v && *v >= lo && *v <= hi) return "";
+        return "'" + text + "' is not accepted; " + accepted;
+      },
+      accepted);
 }
 
 int parse_subcommand(CLI::App& app, const std::vector<std::string>& args, const char* name) {

@@ -22,7 +22,6 @@
 #include "cuda/device.h"
 #include "io/output.h"
 #include "io/parse.h"
-#include "io/run_lock.h"
 #include "io/user_paths.h"
 #include "nn/backend.h"
 #include "runs/config.h"
@@ -51,7 +50,7 @@ void set_threads(int threads) { use_threads(threads); }
 // runs on, and OpenMP's failure to make them is no message).
 void add_threads_option(CLI::App& app, int& threads) {
   app.add_option("--threads", threads, "OpenMP threads (default: the cores other processes leave free)")
-      ->check(CLI::Range(1, kMaxThreads));
+      ->check(integer_in(1, kMaxThreads));
 }
 
 // A path option given as '' is refused rather than read as "the default".
@@ -82,40 +81,6 @@ nn::BackendFactory model_backend(const std::string& device, bool tf32) {
   cuda::require_cuda_device();  // a build without CUDA refuses here
   return {};
 #endif
-}
-
-// The run folder's lock (io/run_lock.h). Under mpirun rank 0 takes it and
-// tells the others, so that a refusal stops every rank.
-std::unique_ptr<RunLock> lock_run_on_root(const std::string& dir, const std::string& what) {
-  std::unique_ptr<RunLock> lock;
-  std::exception_ptr refusal;
-  if (dist::is_root()) try {
-      lock = std::make_unique<RunLock>(dir, what);
-    } catch (...) {
-      refusal = std::current_exception();
-    }
-  char refused = refusal != nullptr;
-  dist::broadcast_bytes(&refused, 1);
-  if (refusal) std::rethrow_exception(refusal);
-  if (refused) throw OutputError(what + ": rank 0 could not lock " + dir);  // rank 0 says why
-  return lock;
-}
-
-// The locks of the runs an output of a command lies in: writing into a run
-// waits for no training of it, and is refused while one holds it.
-std::vector<std::unique_ptr<RunLock>> lock_runs_written(const std::vector<std::string>& runs,
-                                                        const std::vector<std::string>& outputs) {
-  auto inside = [](const std::string& file, const std::string& dir) {
-    const fs::path f = fs::weakly_canonical(fs::absolute(file)).parent_path(), d = fs::weakly_canonical(dir);
-    return std::mismatch(d.begin(), d.end(), f.begin(), f.end()).first == d.end();
-  };
-  std::vector<std::unique_ptr<RunLock>> locks;
-  for (const auto& run : runs)
-    if (fs::is_directory(run) && std::any_of(outputs.begin(), outputs.end(), [&](const std::string& out) {
-          return !out.empty() && inside(out, run);
-        }))
-      locks.push_back(std::make_unique<RunLock>(run, "--run"));
-  return locks;
 }
 
 // "0.98,0.1" or "2,8,32": comma-separated numbers (integers for an integral
@@ -166,7 +131,6 @@ int cmd_train(const std::vector<std::string>& args) {
   if (out.empty()) out = (fs::path("runs") / fs::path(config).stem()).string();
   note_user_path("--out", out);
   note_user_path("--config's [data] corpus", c.corpus);
-  const auto lock = lock_run_on_root(out, "--out");
   const runs::TrainSummary s = runs::train_run(c, {out, resume, !quiet, backend});
   if (!quiet && dist::is_root())
     fmt::print(stderr, "train: {} steps{} in {:.1f} s, final loss {:.4f}; run in {}\n", s.steps - s.start_step,
@@ -195,11 +159,11 @@ int cmd_eval(const std::vector<std::string>& args) {
   app.add_option("--distances", distances_text,
                  "task runs: distance sets, the read's source exactly D bytes back, e.g. 2,8,32,128");
   app.add_option("--reads", plan.reads, "task runs: reads a length set aims at (default 2000)")
-      ->check(CLI::Range(1, 1000000));
+      ->check(integer_in(1, 1000000));
   app.add_option("--distance-reads", plan.distance_reads, "task runs: sequences per distance set (default 500)")
-      ->check(CLI::Range(1, 1000000));
+      ->check(integer_in(1, 1000000));
   app.add_option("--seed", seed, "task runs: draws the sets' sequences (default 1)")
-      ->check(CLI::Range(0LL, (1LL << 62)).description("an integer in [0, 2^62]"));
+      ->check(integer_in(0, 1LL << 62, "[0, 2^62]"));
   add_threads_option(app, threads);
   app.add_flag("--quiet", quiet, "no progress lines");
   add_device_option(app, device);
@@ -218,7 +182,6 @@ int cmd_eval(const std::vector<std::string>& args) {
                                           flag));
   if (task && app.count("--losses"))
     throw runs::ConfigError(fmt::format("--losses: {} is a task run; its reads are scored in the CSV", run));
-  const auto locks = lock_runs_written({run}, {out, losses});
   if (!task) {
     const std::string rows = runs::evaluate_run(run, lengths, out, !quiet, backend, losses);
     std::fputs((runs::eval_csv_header() + rows).c_str(), stdout);
@@ -240,7 +203,6 @@ int cmd_export(const std::vector<std::string>& args) {
   app.add_option("--run", run, "run directory written by routelab train")->required();
   app.add_option("--out", out, "FILE.safetensors")->required();
   if (int s = parse_subcommand(app, args, "export"); s >= 0) return s;
-  const auto locks = lock_runs_written({run}, {out});
   runs::export_run(run, out);
   return 0;
 }
@@ -258,9 +220,9 @@ int cmd_passkey(const std::vector<std::string>& args) {
   app.add_option("--lengths", lengths, "window lengths: multiples of the training length (4x) or integers");
   app.add_option("--depths", depths_text,
                  "where the key sits, comma-separated fractions of the filler (0 = start, 1 = end)");
-  app.add_option("--trials", trials, "keys per length and depth")->check(CLI::Range(1, 100000));
+  app.add_option("--trials", trials, "keys per length and depth")->check(integer_in(1, runs::kMaxPasskeyTrials));
   app.add_option("--seed", seed, "draws the keys and the filler offsets")
-      ->check(CLI::Range(0LL, (1LL << 62)).description("an integer in [0, 2^62]"));
+      ->check(integer_in(0, 1LL << 62, "[0, 2^62]"));
   app.add_option("--out", out, "CSV (default RUN/passkey.csv)");
   add_threads_option(app, threads);
   app.add_flag("--quiet", quiet, "no progress lines");
@@ -271,7 +233,6 @@ int cmd_passkey(const std::vector<std::string>& args) {
   set_threads(threads);
   require_named_if_given(app, "--out", out);
   if (out.empty()) out = (fs::path(run) / "passkey.csv").string();
-  const auto locks = lock_runs_written({run}, {out});
   std::vector<double> depths;
   const auto items = split_list(depths_text);
   for (const auto& item : items.value_or(std::vector<std::string>{})) {
@@ -300,9 +261,11 @@ int cmd_probe(const std::vector<std::string>& args) {
   app.add_option("--run", o.runs, "run directories written by routelab train (one or more)")->required();
   app.add_option("--lengths", o.lengths,
                  "window lengths: multiples of the training length (4x) or integers (default 1x,...,64x)");
-  app.add_option("--window", window, "near window W: keys more than W back are far (default: training length / 4)");
+  app.add_option("--window", window, "near window W: keys more than W back are far (default: training length / 4)")
+      ->check(integer_in(1, 1LL << 40));
   app.add_option("--max-windows", o.max_windows,
-                 "evaluation windows probed per length, the first ones (default 4: 64x of 128 in about a minute)");
+                 "evaluation windows probed per length, the first ones (default 4: 64x of 128 in about a minute)")
+      ->check(integer_in(1, runs::kMaxProbeWindows));
   app.add_option("--eps", o.eps, "mixing windows: the distance where |E e^{i Theta}| falls below eps (default 0.05)");
   app.add_option("--csv", o.csv, "CSV (default RUN/probe.csv for one run); angles go to FILE-angles.csv");
   app.add_flag("--update", o.update,
@@ -313,8 +276,6 @@ int cmd_probe(const std::vector<std::string>& args) {
   app.add_flag("--quiet", quiet, "no progress lines");
   if (int s = parse_subcommand(app, args, "probe"); s >= 0) return s;
   set_threads(threads);
-  if (window < 1 && app.count("--window"))
-    throw runs::ConfigError(fmt::format("--window: {} must be at least 1", window));
   o.window = window;
   o.progress = !quiet;
   require_named_if_given(app, "--csv", o.csv);
@@ -322,7 +283,6 @@ int cmd_probe(const std::vector<std::string>& args) {
     if (o.runs.size() > 1) throw runs::ConfigError("--csv: name the output file when probing several runs");
     o.csv = (fs::path(o.runs[0]) / "probe.csv").string();
   }
-  const auto locks = lock_runs_written(o.runs, {o.csv});
   std::fputs(runs::probe_runs(o).c_str(), stdout);
   return 0;
 }
@@ -365,9 +325,6 @@ int cmd_experiment(const std::vector<std::string>& args) {
   }
   note_user_path("[experiment] out", e.out);
   note_user_path("[experiment] csv", e.csv);
-  // One experiment at a time in it; --finished only reads the runs.
-  std::optional<RunLock> lock;
-  if (!select.finished_only) lock.emplace(e.out, "[experiment] out");
   runs::run_experiment(e, !quiet, model_backend(device, tf32), select);
   if (no_plot) return 0;
   // The figure comes from plots/, which reads the CSV and never recomputes.
@@ -386,8 +343,8 @@ int cmd_experiment(const std::vector<std::string>& args) {
              : fmt::format("\"{}\" \"{}\" \"{}\" --positions \"{}\" --out \"{}\"", interpreter, script, e.csv,
                            runs::positions_path(e.csv), stem);
   if (std::system(cmd.c_str()) != 0) {
-    std::fprintf(stderr, "routelab: experiment: the CSVs are written, but the plot failed: %s\n", cmd.c_str());
-    return 1;
+    std::fprintf(stderr, "routelab: error: experiment: the CSVs are written, but the plot failed: %s\n", cmd.c_str());
+    return kInternalError;
   }
   return 0;
 }

@@ -6,13 +6,25 @@
 
 namespace CLI {
 class App;
+class Validator;
 }
 
 namespace routelab {
 
+// The exit status of a command that could not finish for a reason other
+// than its input or a failed check (main.cpp's list): out of memory, a
+// device or operating-system failure, a bug.
+inline constexpr int kInternalError = 3;
+
 // Parses a subcommand's arguments with routelab's refusal format (one line,
 // "routelab: NAME: ...", status 2). Returns -1 to go on, else the status.
 int parse_subcommand(CLI::App& app, const std::vector<std::string>& args, const char* name);
+
+// The check of an integer option: its whole text an integer in [lo, hi] as
+// io/parse.h reads one ("1e3", " 3" and "3.0" are not), else "'TEXT' is not
+// accepted; an integer in [lo, hi]" (`range` replaces "[lo, hi]", as
+// "[0, 2^62]").
+CLI::Validator integer_in(long long lo, long long hi, const std::string& range = "");
 
 // Notes every option's value (io/user_paths.h), so that an operating-system
 // error on one of them names its flag. parse_subcommand calls it.

@@ -14,8 +14,10 @@
 //   routelab claims CSV...                 the paper's claims judged from experiment CSVs
 // Under mpirun, every rank computes its share of each sample stream and rank 0
 // writes.
-// Bad input: one line on stderr naming the flag and what it accepts, exit 2,
-// no output file.
+// Exit status: 0 done; 1 a check failed (verify); 2 bad input: one line on
+// stderr naming the flag and what it accepts, no output file; 3 routelab
+// could not finish for another reason (out of memory, a device or
+// operating-system failure, a bug): one line "routelab: error: ...".
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -52,8 +55,14 @@ using namespace routelab;
 namespace {
 
 int bad_input(const std::string& message) {
-  if (dist::is_root()) std::fprintf(stderr, "routelab: %s\n", message.c_str());
+  if (dist::is_root()) std::fprintf(stderr, "routelab: %s\n", one_line(message).c_str());
   return 2;
+}
+
+// Anything that is neither bad input nor a failed check.
+int internal_error(const std::string& message) {
+  if (dist::is_root()) std::fprintf(stderr, "routelab: error: %s\n", one_line(message).c_str());
+  return kInternalError;
 }
 
 int cmd_sim(const std::vector<std::string>& args) {
@@ -143,8 +152,8 @@ int run(int argc, char** argv) {
     long long seed = 1;
     std::string out;
     verify->add_flag("--quick", quick, "small sizes (under a minute on two cores)");
-    verify->add_option("--threads", threads, "OpenMP threads")->check(CLI::Range(1, kMaxThreads));
-    verify->add_option("--seed", seed, "seed")->check(CLI::Range(0LL, (1LL << 62)));
+    verify->add_option("--threads", threads, "OpenMP threads")->check(integer_in(1, kMaxThreads));
+    verify->add_option("--seed", seed, "seed")->check(integer_in(0, 1LL << 62, "[0, 2^62]"));
     verify->add_option("--out", out, "also write every row as CSV");
     app.add_subcommand("families", "list the step laws, their flags and closed forms");
     app.add_subcommand("sims", "list the simulations");
@@ -233,11 +242,13 @@ int run(int argc, char** argv) {
     // The one place an operating-system error on a path becomes bad input.
     const std::string line = user_path_refusal(e);
     if (!line.empty()) return bad_input(line);
-    if (dist::is_root()) std::fprintf(stderr, "routelab: error: %s\n", e.what());
-    return 1;
+    return internal_error(e.what());
+  } catch (const std::bad_alloc&) {
+    return internal_error("out of memory (std::bad_alloc): the work needed more memory than it could have");
   } catch (const std::exception& e) {
-    if (dist::is_root()) std::fprintf(stderr, "routelab: error: %s\n", e.what());
-    return 1;
+    return internal_error(e.what());
+  } catch (...) {
+    return internal_error("an exception that is not a std::exception");
   }
   return 0;
 }

@@ -26,8 +26,8 @@ void bind_tasks(py::module_& m);     // tasks.cpp
 // Columns of text cells, as the CSV writes them, to {name: array}: float64
 // for the columns named in `real` (measured values, whose shortest text may
 // look like an integer: "0"), otherwise int64 where every cell is an
-// integer, float64 where every cell is a number or empty (NaN), else an
-// array of str. A column given in `numbers` (its doubles as computed, one
+// integer, float64 where every cell is a number as routelab writes one
+// (io/csv_read.h number_cell: empty is NaN), else an array of str. A column given in `numbers` (its doubles as computed, one
 // per row: sims/runner.h MeasuredColumns) becomes that vector itself, its
 // text cells unread. Each array owns the buffer it was filled into or moved
 // from (no copy on the way to Python).
@@ -35,15 +35,18 @@ py::dict columns_to_arrays(const std::vector<std::string>& names, const std::vec
                            const std::set<std::string>& real = {},
                            std::vector<std::pair<std::string, std::vector<double>>> numbers = {});
 // A CSV text as the library writes it (a header line, quoted fields where
-// needed) to the same columns.
+// needed), read by io/csv_read.h, to the same columns; an empty text gives
+// no columns.
 py::dict csv_to_arrays(const std::string& csv, const std::set<std::string>& real = {});
 
-// A vector handed to NumPy without a copy: the array owns it.
+// A vector handed to NumPy without a copy: the array owns it. `strides`
+// (bytes per step of each axis; empty: row-major) say how it is laid out.
 template <class T>
-py::array_t<T> owned_array(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
+py::array_t<T> owned_array(std::vector<T>&& v, std::vector<py::ssize_t> shape, std::vector<py::ssize_t> strides = {}) {
   auto* held = new std::vector<T>(std::move(v));
   py::capsule owner(held, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-  return py::array_t<T>(shape, held->data(), owner);
+  if (strides.empty()) return py::array_t<T>(shape, held->data(), owner);
+  return py::array_t<T>(shape, strides, held->data(), owner);
 }
 
 // Called from work running without the GIL at a safe point (between

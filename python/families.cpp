@@ -1,7 +1,6 @@
 // Step laws from Python: the family registry (groups/family.h), one law's
 // closed forms, and its walks' product matrices and scores as arrays.
 #include <algorithm>
-#include <cstring>
 
 #include <fmt/core.h>
 #include <omp.h>
@@ -11,6 +10,7 @@
 #include "groups/walk.h"
 #include "python/bindings.h"
 #include "rng/stream.h"
+#include "stats/moments.h"
 #include "sims/runner.h"
 #include "sims/sim.h"
 #include "theory/haar_score_law.h"
@@ -34,27 +34,6 @@ py::array_t<double> matrix_array(const Mat& m) {
 // A closed form the law may not have: its array, or None.
 py::object matrix_or_none(const std::optional<Mat>& m) { return m ? py::object(matrix_array(*m)) : py::none(); }
 
-// One law's parameter point: the family's flags at their defaults, then the
-// given ones; a flag the family does not read is refused as `routelab sim`
-// refuses it.
-Params law_params(const std::string& family, const FlagList& given) {
-  const FamilyInfo& info = family_info(family);
-  Params p;
-  p["family"] = family;
-  for (const auto& f : family_flags())
-    if (std::find(info.flags.begin(), info.flags.end(), f.name) != info.flags.end() && !f.default_value.empty())
-      p[f.name] = f.default_value;
-  for (const auto& [flag, value] : given) {
-    if (std::find(info.flags.begin(), info.flags.end(), flag) == info.flags.end()) {
-      std::string takes;
-      for (const auto& f : info.flags) takes += (takes.empty() ? "--" : ", --") + f;
-      throw BadInput(flag, fmt::format("does not apply to family {}; it takes {}", family, takes));
-    }
-    p[flag] = value;
-  }
-  return p;
-}
-
 struct Law {
   Params params;
   std::shared_ptr<StepLaw> law;
@@ -64,16 +43,20 @@ void require_count(long long v, long long lo, long long hi, const char* flag) {
   if (v < lo || v > hi) throw BadInput(flag, fmt::format("{} is not accepted; an integer in [{}, {}]", v, lo, hi));
 }
 
-int threads_or_all(int threads) {
+int threads_or_all(int64_t threads) {
   if (threads == 0) return omp_get_max_threads();
   require_count(threads, 1, kMaxThreads, "threads");
-  return threads;
+  return int(threads);
 }
 
 // P_n for each n in `lengths` (ascending, distinct) of `samples` walks; walk
-// i reads stream sample_stream(0, i), as a simulation's point 0 does.
+// i reads stream sample_stream(0, i), as a simulation's point 0 does, and is
+// walk_products_at's walk; stats' parallel_fill runs them, as the sims run
+// theirs. Each matrix comes back in Eigen's column-major layout, handed to
+// NumPy as it lies, with the strides that index it [sample, length, row,
+// column].
 py::array_t<double> products(const Law& l, std::vector<long long> lengths, long long samples, uint64_t seed,
-                             int threads) {
+                             int64_t threads) {
   require_count(samples, 1, 1 << 24, "samples");
   if (lengths.empty() || !std::is_sorted(lengths.begin(), lengths.end()) ||
       std::adjacent_find(lengths.begin(), lengths.end()) != lengths.end() || lengths.front() < 1 ||
@@ -82,32 +65,27 @@ py::array_t<double> products(const Law& l, std::vector<long long> lengths, long 
   const int d = l.law->dim();
   const std::size_t per = std::size_t(d) * d, K = lengths.size();
   if (double(samples) * K * per > 1e9) throw BadInput("samples", "samples x lengths x d^2 must be at most 1e9 doubles");
-  std::vector<double> out(std::size_t(samples) * K * per);
-  threads = threads_or_all(threads);
+  const int n_threads = threads_or_all(threads);
+  std::vector<Mat> P(n_threads);
+  std::vector<std::vector<double>> step(n_threads);
+  std::vector<double> out;
   {
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
-    for (long long i = 0; i < samples; ++i) {
+    out = parallel_fill(samples, int(K * per), n_threads, [&](long long i, double* dst, int t) {
       Stream s(seed, sample_stream(0, i));
-      Mat P = Mat::Identity(d, d);
-      std::vector<double> step;
-      std::size_t next = 0;
-      walk_matrix(*l.law, s, P, int(lengths.back()), step, [&](int t, const Mat& Pt) {
-        if (next < K && t == lengths[next]) {
-          double* dst = out.data() + (std::size_t(i) * K + next) * per;
-          for (int r = 0; r < d; ++r)
-            for (int c = 0; c < d; ++c) dst[std::size_t(r) * d + c] = Pt(r, c);
-          ++next;
-        }
-      });
-    }
+      walk_products_at(*l.law, s, lengths, dst, P[t], step[t]);
+    });
   }
-  return owned_array(std::move(out), {py::ssize_t(samples), py::ssize_t(K), d, d});
+  const py::ssize_t D = d, E = sizeof(double);
+  return owned_array(std::move(out), {py::ssize_t(samples), py::ssize_t(K), D, D},
+                     {py::ssize_t(K * per) * E, py::ssize_t(per) * E, E, D * E});
 }
 
-// Scores q^T P_t k for t = 1..n of `samples` walks (e_1 for q and k unless given).
+// Scores q^T P_t k for t = 1..n of `samples` walks (e_1 for q and k unless
+// given), walk i on stream sample_stream(0, i) through walk_scores.
 py::array_t<double> scores(const Law& l, long long n, long long samples, uint64_t seed,
-                           std::optional<std::vector<double>> q, std::optional<std::vector<double>> k, int threads) {
+                           std::optional<std::vector<double>> q, std::optional<std::vector<double>> k,
+                           int64_t threads) {
   require_count(n, 1, 100000, "n");
   require_count(samples, 1, 1LL << 30, "samples");
   const int d = l.law->dim();
@@ -117,19 +95,15 @@ py::array_t<double> scores(const Law& l, long long n, long long samples, uint64_
   if (int(qv.size()) != d || int(kv.size()) != d)
     throw BadInput("q", fmt::format("q and k must have the law's dimension d = {}", d));
   if (double(samples) * n > 1e9) throw BadInput("samples", "samples x n must be at most 1e9");
-  std::vector<double> out(std::size_t(samples) * n);
-  threads = threads_or_all(threads);
+  const int n_threads = threads_or_all(threads);
+  std::vector<WalkBuffers> buf(n_threads, WalkBuffers(*l.law));
+  std::vector<double> out;
   {
     py::gil_scoped_release release;
-#pragma omp parallel num_threads(threads)
-    {
-      WalkBuffers buf(*l.law);
-#pragma omp for schedule(dynamic, 256)
-      for (long long i = 0; i < samples; ++i) {
-        Stream s(seed, sample_stream(0, i));
-        walk_scores(*l.law, s, qv.data(), kv.data(), int(n), out.data() + std::size_t(i) * n, buf);
-      }
-    }
+    out = parallel_fill(samples, int(n), n_threads, [&](long long i, double* dst, int t) {
+      Stream s(seed, sample_stream(0, i));
+      walk_scores(*l.law, s, qv.data(), kv.data(), int(n), dst, buf[t]);
+    });
   }
   return owned_array(std::move(out), {py::ssize_t(samples), py::ssize_t(n)});
 }
@@ -199,7 +173,7 @@ void bind_families(py::module_& m) {
   m.def(
       "_step_law",
       [](const std::string& family, const FlagList& flags) {
-        Params p = law_params(family, flags);
+        const Params p = family_point(family, flags);
         return Law{p, std::shared_ptr<StepLaw>(make_step_law(p))};
       },
       py::arg("family"), py::arg("flags"));

@@ -1,8 +1,12 @@
 // Trained runs from Python: train from a config file or TOML text, evaluate
 // at lengths, passkey, probe and export, through the same library calls as
 // `routelab train/eval/passkey/probe/export` (app/cmd_nn.cpp), so the same
-// run gives the same numbers and the same refusals. Long work runs without
-// the GIL and stops on Ctrl-C after any forward pass (training: any step).
+// run gives the same numbers and the same refusals: the library checks every
+// argument and takes the run folder's lock itself (runs/run_dir.h), so
+// nothing here repeats a rule. Integers arrive as int64, so a value out of a
+// C++ int's range is refused by the library's one line, not by pybind11's
+// conversion. Long work runs without the GIL and stops on Ctrl-C after any
+// forward pass (training: any step).
 #include <fstream>
 #include <sstream>
 
@@ -31,13 +35,12 @@ namespace {
 // command; the choice before comes back after the call.
 class ThreadsFor {
  public:
-  explicit ThreadsFor(int threads) {
+  explicit ThreadsFor(int64_t threads) {
     if (threads < 0 || threads > kMaxThreads)
-      throw BadInput("threads", fmt::format(
-                                    "{} is not accepted; an integer in [1, 1024], or 0 for the cores other processes "
-                                    "leave free",
-                                    threads));
-    saved_ = use_threads(threads);
+      throw BadInput("threads", fmt::format("{} is not accepted; an integer in [1, {}], or 0 for the cores other "
+                                            "processes leave free",
+                                            threads, kMaxThreads));
+    saved_ = use_threads(int(threads));
   }
   ~ThreadsFor() { use_threads(saved_); }
   ThreadsFor(const ThreadsFor&) = delete;
@@ -64,7 +67,7 @@ std::string read_text(const std::string& path) {
 
 // `routelab eval` without its files: bits per byte per length, the position
 // bins, and with `losses` every scored position's loss.
-py::dict evaluate(const std::string& run_dir, const std::string& lengths, bool losses, int threads,
+py::dict evaluate(const std::string& run_dir, const std::string& lengths, bool losses, int64_t threads,
                   const py::object& progress) {
   const ThreadsFor threads_for(threads);
   runs::TrainedRun run = runs::load_trained_run(run_dir, lengths);
@@ -105,11 +108,10 @@ py::dict evaluate(const std::string& run_dir, const std::string& lengths, bool l
 void bind_runs(py::module_& m) {
   m.def(
       "_train",
-      [](const std::string& config, bool is_text, const std::string& out, bool resume, int threads,
+      [](const std::string& config, bool is_text, const std::string& out, bool resume, int64_t threads,
          const py::object& progress) {
         const ThreadsFor threads_for(threads);
         const runs::RunConfig c = is_text ? runs::parse_run_config_text(config, "config") : runs::load_run_config(config);
-        if (out.empty()) throw runs::ConfigError("--out: an empty path; name the run directory");
         runs::TrainOptions opt{out, resume, false, nullptr};
         opt.on_step = [&progress](int done, int steps, double loss) { checkpoint_python(progress, done, steps, loss); };
         runs::TrainSummary s;
@@ -137,10 +139,9 @@ void bind_runs(py::module_& m) {
         py::arg("threads") = 0, py::arg("progress") = py::none());
   m.def(
       "_probe",
-      [](const std::vector<std::string>& runs, const std::string& lengths, int64_t window, int max_windows, double eps,
-         const std::string& csv, int threads, const py::object& progress) {
+      [](const std::vector<std::string>& runs, const std::string& lengths, int64_t window, int64_t max_windows,
+         double eps, const std::string& csv, int64_t threads, const py::object& progress) {
         const ThreadsFor threads_for(threads);
-        if (window < 0) throw runs::ConfigError("--window: must be at least 1 (0: a quarter of the training length)");
         runs::ProbeOptions o;
         o.runs = runs;
         o.lengths = lengths;
@@ -167,12 +168,9 @@ void bind_runs(py::module_& m) {
       py::arg("threads") = 0, py::arg("progress") = py::none());
   m.def(
       "_passkey",
-      [](const std::string& run, const std::string& lengths, const std::vector<double>& depths, int trials,
-         uint64_t seed, const std::string& out, int threads, const py::object& progress) {
+      [](const std::string& run, const std::string& lengths, const std::vector<double>& depths, int64_t trials,
+         uint64_t seed, const std::string& out, int64_t threads, const py::object& progress) {
         const ThreadsFor threads_for(threads);
-        if (trials < 1 || trials > 100000) throw runs::ConfigError("--trials: an integer in [1, 100000]");
-        for (double d : depths)
-          if (!(d >= 0 && d <= 1)) throw runs::ConfigError("--depths: fractions in [0, 1]");
         std::string csv;
         {
           py::gil_scoped_release release;

@@ -45,20 +45,12 @@ std::vector<SimRow> moment_decay_rows(const StepLaw& law_ref, const std::vector<
   }
   const std::vector<long long> steps_at(record.begin(), record.end());
   const int count = int(steps_at.size());
-  const long long max_n = steps_at.back();
 
   std::vector<std::vector<double>> step(ctx.threads);
   std::vector<Mat> P(ctx.threads, Mat(d, d));
   auto sample = [&](long long i, double* out, int t) {
     Stream s(ctx.seed, sample_stream(ctx.point, i));
-    P[t].setIdentity();
-    int c = 0;
-    walk_matrix(*law, s, P[t], int(max_n), step[t], [&](int n, const Mat& Pn) {
-      if (c < count && n == steps_at[c]) {
-        std::copy(Pn.data(), Pn.data() + Pn.size(), out + std::size_t(c) * d * d);
-        ++c;
-      }
-    });
+    walk_products_at(*law, s, steps_at, out, P[t], step[t]);
   };
   const auto est = estimate_matrix_means(ctx.samples, d, count, ctx.threads, sample);
   auto index_of = [&](long long n) { return int(std::lower_bound(steps_at.begin(), steps_at.end(), n) - steps_at.begin()); };

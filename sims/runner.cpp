@@ -95,9 +95,26 @@ std::vector<std::string> swept_families(const RunRequest& req) {
   return names;
 }
 
+[[noreturn]] void refuse_family_flag(const std::string& flag, const std::string& family) {
+  std::string takes;
+  for (const auto& f : family_info(family).flags) takes += (takes.empty() ? "--" : ", --") + f;
+  throw BadInput(flag, fmt::format("does not apply to family {}; it takes {}", family, takes));
+}
+
 }  // namespace
 
 bool list_valued(const std::string& flag) { return flag == "lambdas"; }
+
+Params family_point(const std::string& family, const std::vector<std::pair<std::string, std::string>>& given) {
+  const FamilyInfo& info = family_info(family);
+  Params p{{"family", family}};
+  for (const auto& f : info.flags) p[f] = find_family_flag(f)->default_value;
+  for (const auto& [flag, value] : given) {
+    if (std::find(info.flags.begin(), info.flags.end(), flag) == info.flags.end()) refuse_family_flag(flag, family);
+    p[flag] = value;
+  }
+  return p;
+}
 
 RunRequest parse_sim_args(const std::string& sim_name, const std::vector<std::string>& args) {
   const Sim& sim = find_sim(sim_name);
@@ -171,19 +188,17 @@ std::vector<Params> expand_points(const RunRequest& req) {
       const auto& fl = family_info(fam).flags;
       used = used || std::find(fl.begin(), fl.end(), flag) != fl.end();
     }
-    if (!used) {
-      std::string takes;
-      for (const auto& f : family_info(families.front()).flags) takes += (takes.empty() ? "--" : ", --") + f;
-      throw BadInput(flag, fmt::format("does not apply to family {}; it takes {}", families.front(), takes));
-    }
+    if (!used) refuse_family_flag(flag, families.front());
   }
   std::vector<Params> points;
   for (const auto& fam : families.empty() ? std::vector<std::string>{""} : families) {
     // The flags of this point, in order: the family's, then the simulation's.
     std::vector<std::pair<std::string, std::vector<std::string>>> axes;
-    if (!fam.empty())
+    if (!fam.empty()) {
+      const Params defaults = family_point(fam);
       for (const auto& f : family_info(fam).flags)
-        axes.push_back({f, sweep_values(f, text_of(req, f, find_family_flag(f)->default_value), false)});
+        axes.push_back({f, sweep_values(f, text_of(req, f, defaults.at(f)), false)});
+    }
     for (const auto& f : sim.flags) axes.push_back({f.name, sweep_values(f.name, text_of(req, f.name, f.default_value), f.series)});
     Params base;
     if (!fam.empty()) base["family"] = fam;

@@ -37,6 +37,12 @@ RunRequest parse_sim_args(const std::string& sim, const std::vector<std::string>
 // use ';'.
 bool list_valued(const std::string& flag);
 
+// One family's parameter point as `routelab sim` builds it: the family's
+// flags at their defaults, then `given` (flag -> text, one value each); a
+// flag the family does not read is refused (BadInput naming it and the
+// flags the family takes), as in a sweep. The Python module's step_law.
+Params family_point(const std::string& family, const std::vector<std::pair<std::string, std::string>>& given = {});
+
 // The parameter points of a request, in sweep order.
 std::vector<Params> expand_points(const RunRequest& req);
 

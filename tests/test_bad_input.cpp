@@ -32,12 +32,12 @@ const Case kNumbers[] = {
     {"sim spectral-gap --family so2 --a 1e999", "--a"},
     {"sim moment-decay --eps 0.1,", "--eps"},
     {"sim moment-decay --n 1,,5", "--n"},
-    {"train --config c.toml --threads 0", "not in range 1 to 1024"},
+    {"train --config c.toml --threads 0", "is not accepted; an integer in [1, 1024]"},
     {"train --config c.toml --threads 99999999999999999999", "--threads"},
     {"passkey --run run --lengths 128 --seed -1", "--seed"},
     {"passkey --run run --lengths 128 --depths 0,,1", "--depths"},
     {"eval --run run --lengths 1x,,2x", "--lengths"},
-    {"verify --threads 0", "not in range 1 to 1024"},
+    {"verify --threads 0", "is not accepted; an integer in [1, 1024]"},
 };
 
 // class: outputs that are not new or regular files, or that name an input

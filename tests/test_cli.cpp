@@ -120,7 +120,7 @@ TEST(Cli, NumbersOutOfRangeOrMalformedAreRefused) {
 TEST(Cli, CommandsAreNamedInTheirRefusals) {
   for (const auto& [args, says] : {std::pair<std::string, std::string>{"frob", "unknown command 'frob'"},
                                    {"sim", "name a simulation"},
-                                   {"verify --threads 0", "not in range 1 to 1024"}}) {
+                                   {"verify --threads 0", "is not accepted; an integer in [1, 1024]"}}) {
     const auto r = run(args);
     EXPECT_EQ(r.status, 2) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

@@ -458,7 +458,8 @@ TEST(nn_cli, bad_configs_are_refused_before_any_file_is_written) {
   expect_refusal(run_routelab("train --config folder --out run", tmp.path, tmp.path), "not a regular file");
   expect_refusal(run_routelab("train --config nothing.toml --out run", tmp.path, tmp.path), "no such file");
   expect_refusal(run_routelab("experiment folder", tmp.path, tmp.path), "not a regular file");
-  expect_refusal(run_routelab("train --config bad.toml --threads 0", tmp.path, tmp.path), "not in range 1 to 1024");
+  expect_refusal(run_routelab("train --config bad.toml --threads 0", tmp.path, tmp.path),
+                 "is not accepted; an integer in [1, 1024]");
   EXPECT_FALSE(fs::exists(tmp / "run"));
   // Repeated seeds or schemes would train once and write every row twice.
   for (const std::string& list : {std::string("schemes = [\"rope\", \"rope\"]\nseeds = [1]\n"),

@@ -9,7 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -122,6 +126,119 @@ TEST(RunLock, ARefusedTrainLeavesNoFolderBehind) {
   const CliResult r = run_routelab("train --config c.toml --out runs/a/b --quiet", tmp.path, tmp.path);
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_EQ(snapshot(tmp.path), before);
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 52: a lock path that is not the folder's own regular file (a link to
+// a file elsewhere, a dangling link, a hard link, a FIFO, a folder) is
+// refused by every command that locks, with one line, and the file it points
+// at keeps its bytes (or is not made).
+TEST(RunLock, ALockPathThatIsNotARegularFileIsRefusedByEveryCommandThatLocks) {
+  TempDir tmp;
+  spit(tmp / "c.toml", tiny_config("rope", 10, 5));
+  spit(tmp / "e.toml", "[experiment]\nschemes = [\"rope\"]\nseeds = [1]\nlengths = \"1x\"\nout = \"runs\"\n"
+                       "csv = \"out/x.csv\"\n" +
+                           tiny_config("nope", 10, 5));
+  ASSERT_EQ(run_routelab("train --config c.toml --out run --quiet", tmp.path, tmp.path).status, 0);
+  fs::create_directories(tmp / "runs/rope-s1");
+  fs::create_directories(tmp / "fresh");
+  spit(tmp / "victim.txt", "keep me\n");
+  const std::vector<std::pair<std::string, std::string>> commands = {
+      {"train --config c.toml --out fresh --quiet", "fresh"},
+      {"train --config c.toml --out run --resume --quiet", "run"},
+      {"eval --run run --lengths 1x --quiet", "run"},
+      {"passkey --run run --lengths 128 --trials 1 --quiet", "run"},
+      {"probe --run run --lengths 1x --window 2 --max-windows 1 --quiet", "run"},
+      {"export --run run --out run/m.safetensors", "run"},
+      {"experiment e.toml --no-plot --quiet", "runs"},
+      {"experiment e.toml --no-plot --quiet", "runs/rope-s1"},
+  };
+  const std::vector<std::pair<const char*, std::function<void(const fs::path&)>>> plants = {
+      {"is a symbolic link", [&](const fs::path& p) { fs::create_symlink(tmp / "victim.txt", p); }},
+      {"is a symbolic link", [&](const fs::path& p) { fs::create_symlink(tmp / "made-by-the-lock", p); }},
+      {"is a hard link to another file", [&](const fs::path& p) { fs::create_hard_link(tmp / "victim.txt", p); }},
+      {"is not a regular file", [&](const fs::path& p) { ASSERT_EQ(mkfifo(p.c_str(), 0644), 0); }},
+      {"is a folder", [&](const fs::path& p) { fs::create_directory(p); }},
+  };
+  for (const auto& [args, folder] : commands)
+    for (const auto& [says, plant] : plants) {
+      SCOPED_TRACE(args + " with " + folder + "'s lock path that " + says);
+      const fs::path lock = tmp / folder / routelab::kRunLockName;
+      plant(lock);
+      const auto before = snapshot(tmp.path);
+      expect_refusal(run_routelab(args, tmp.path, tmp.path), "the lock path " + folder + "/.routelab.lock " + says);
+      EXPECT_EQ(snapshot(tmp.path), before);
+      EXPECT_EQ(slurp(tmp / "victim.txt"), "keep me\n");
+      EXPECT_FALSE(fs::exists(tmp / "made-by-the-lock"));
+      fs::remove(lock);
+    }
+}
+
+// A holder stopped by SIGINT, SIGTERM or SIGHUP removes its lock file on the
+// way out (the kernel's lock goes anyway; the file used to stay).
+TEST(RunLock, ASignalledHolderRemovesItsLockFile) {
+  TempDir tmp;
+  spit(tmp / "c.toml", tiny_config("rope", 100000, 10));
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    SCOPED_TRACE(strsignal(sig));
+    const std::string out = "run" + std::to_string(sig);
+    const pid_t holder =
+        start_routelab({"train", "--config", "c.toml", "--out", out, "--quiet", "--threads", "1"}, tmp.path);
+    ASSERT_TRUE(stop_once_it_holds(holder, tmp / out, tmp / out / "checkpoint.bin"));
+    kill(holder, sig);
+    kill(holder, SIGCONT);
+    int status = 0;
+    waitpid(holder, &status, 0);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << status;
+    EXPECT_FALSE(fs::exists(tmp / out / routelab::kRunLockName));
+    EXPECT_TRUE(fs::exists(tmp / out / "checkpoint.bin"));
+  }
+}
+
+// In one process: a thread that holds a folder may lock it again (the
+// library's functions nest: an experiment trains a run it holds), through
+// any path to it; another thread is refused as another process is.
+TEST(RunLock, ANestedLockIsFreeAndAnotherThreadIsRefused) {
+  TempDir tmp;
+  fs::create_directories(tmp / "run");
+  fs::create_directory_symlink(tmp / "run", tmp / "link");
+  {
+    routelab::RunLock outer((tmp / "run").string(), "--out");
+    {
+      routelab::RunLock inner((tmp / "link").string(), "--run");
+      EXPECT_EQ(slurp(tmp / "run" / routelab::kRunLockName), std::to_string(getpid()) + "\n");
+    }
+    EXPECT_TRUE(fs::exists(tmp / "run" / routelab::kRunLockName)) << "the inner lock removed the outer one's file";
+    std::string refused;
+    std::thread([&] {
+      try {
+        routelab::RunLock other((tmp / "run").string(), "--out");
+      } catch (const std::exception& e) {
+        refused = e.what();
+      }
+    }).join();
+    EXPECT_NE(refused.find("is in use by process " + std::to_string(getpid())), std::string::npos) << refused;
+  }
+  EXPECT_FALSE(fs::exists(tmp / "run" / routelab::kRunLockName));
+}
+
+// A run that stops before its first checkpoint leaves its folder as it was
+// (config.toml is written with that checkpoint), so training it again
+// needs no --resume.
+TEST(RunLock, ARunKilledBeforeItsFirstCheckpointLeavesNothing) {
+  TempDir tmp;
+  spit(tmp / "c.toml", tiny_config("rope", 100000, 100000));
+  const pid_t holder = start_routelab({"train", "--config", "c.toml", "--out", "run", "--quiet", "--threads", "1"},
+                                      tmp.path);
+  ASSERT_TRUE(stop_once_it_holds(holder, tmp / "run"));
+  EXPECT_EQ(snapshot(tmp / "run").size(), 1u) << "more than the lock in the folder";
+  kill_and_reap(holder);
+  EXPECT_FALSE(fs::exists(tmp / "run/config.toml"));
+  spit(tmp / "c.toml", tiny_config("rope", 10, 5));
+  EXPECT_EQ(run_routelab("train --config c.toml --out run --quiet", tmp.path, tmp.path).status, 0);
 }
 
 }  // namespace

@@ -573,7 +573,7 @@ TEST(nn_cli, probe_update_merges_new_runs_and_replaces_old_ones_in_place) {
        {"probe --lengths 1x,2x --window 4 --max-windows 1 --run a --csv p.csv --update",
         "--lengths 1x --max-windows 1"},
        {"probe --lengths 1x --window 4 --max-windows 1 --eps 0.1 --run a --csv p.csv --update", "--eps 0.05"},
-       {"probe --lengths 1x --window 4 --max-windows 1 --run a b a --csv p.csv", "--run: a is named"},
+       {"probe --lengths 1x --window 4 --max-windows 1 --run a b a --csv p.csv", "--run: a and a are the same run; name it once"},
        {"probe --lengths 1x --window 4 --max-windows 1 --run a --csv all-angles.csv --update", "does not start"}},
       tmp.path);
 }

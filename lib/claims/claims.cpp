@@ -571,6 +571,8 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
       throw ClaimsError(fmt::format("claims: {} lacks a column of scheme, seed, train_len, eval_len, bits_per_byte; "
                                  "is it an experiment's eval CSV?",
                                  path));
+    if (t.rows.empty())
+      throw ClaimsError(fmt::format("claims: {} holds a header and no rows; pass an experiment CSV with results", path));
     std::vector<int> c_swept;
     for (const auto& k : swept) {
       c_swept.push_back(t.column(k));
@@ -612,6 +614,21 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
           setting.config_windows[scheme] = {*T, *w, true};
     }
   }
+  // A seed without a length its scheme's other seeds have would be judged
+  // on the rest as if complete (a margin moves, the seed still counts).
+  for (const SettingReadings& s : settings)
+    for (const auto& [scheme, seeds] : s.bpb) {
+      std::set<int64_t> ratios;
+      for (const auto& [seed, cells] : seeds)
+        for (const auto& [ratio, _] : cells) ratios.insert(ratio);
+      for (const auto& [seed, cells] : seeds)
+        for (int64_t ratio : ratios)
+          if (!cells.count(ratio))
+            throw ClaimsError(fmt::format(
+                "claims: {} seed {} ({}) has no row at {}x in {}, and its other seeds have one; a seed is judged "
+                "whole or not at all: finish its run (routelab experiment) or leave its rows out",
+                scheme, seed, s.setting, ratio, source.at(s.setting).at(std::tuple{scheme, seed, cells.begin()->first})));
+    }
   // Where a setting changes only keys RoPE does not read, RoPE's runs there
   // are another setting's: the rules that compare with RoPE read those.
   for (SettingReadings& s : settings)
@@ -649,6 +666,9 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<SettingReadings>& set
         out.push_back(std::move(r));
       }
   }
+  if (out.empty())
+    throw ClaimsError("claims: no claim can be judged from these CSVs: no setting holds the schemes and lengths any "
+                      "rule reads (1x and 16x or 64x of the schemes it names; `routelab claims --help`)");
   return out;
 }
 

@@ -128,11 +128,21 @@ class CudaBackend final : public nn::ModelBackend {
 }  // namespace
 
 nn::BackendFactory cuda_backend_factory(bool tf32) {
-  return [tf32](const nn::ModelConfig& config, uint64_t seed) -> std::unique_ptr<nn::ModelBackend> {
+  const auto make = [tf32](const nn::ModelConfig& config, uint64_t seed) -> std::unique_ptr<nn::ModelBackend> {
     require_cuda_device();
     select_device();
     return std::make_unique<CudaBackend>(config, seed, tf32);
   };
+  // What the device this process takes has free now (runs/memory.h asks it
+  // before a model is built on it).
+  const auto free_bytes = []() -> std::size_t {
+    require_cuda_device();
+    select_device();
+    std::size_t free = 0, total = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return free;
+  };
+  return {make, free_bytes};
 }
 
 }  // namespace routelab::cuda

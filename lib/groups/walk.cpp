@@ -1,5 +1,6 @@
 #include "groups/walk.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace routelab {
@@ -32,6 +33,20 @@ void walk_scores(const StepLaw& law, Stream& s, const double* q, const double* k
     for (int i = 0; i < d; ++i) dot += q[i] * x[i];
     scores[t] = dot;
   }
+}
+
+void walk_products_at(const StepLaw& law, Stream& s, const std::vector<long long>& at, double* out, Mat& P,
+                      std::vector<double>& step) {
+  const int d = law.dim();
+  const std::size_t dd = std::size_t(d) * d;
+  P.setIdentity(d, d);
+  std::size_t next = 0;
+  walk_matrix(law, s, P, int(at.back()), step, [&](int t, const Mat& Pt) {
+    if (next < at.size() && t == at[next]) {
+      std::copy(Pt.data(), Pt.data() + dd, out + next * dd);
+      ++next;
+    }
+  });
 }
 
 }  // namespace routelab

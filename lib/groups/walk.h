@@ -40,4 +40,10 @@ void walk_matrix(const StepLaw& law, Stream& s, Mat& P, int n, std::vector<doubl
   }
 }
 
+// One walk's products P_t = M_t ... M_1 at each t of `at` (ascending, each
+// at least 1), as d x d matrices in Eigen's column-major layout, back to back
+// in `out`. P and step are scratch for the walk (one per thread).
+void walk_products_at(const StepLaw& law, Stream& s, const std::vector<long long>& at, double* out, Mat& P,
+                      std::vector<double>& step);
+
 }  // namespace routelab

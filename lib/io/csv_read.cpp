@@ -1,7 +1,11 @@
 #include "io/csv_read.h"
 
+#include <algorithm>
+#include <limits>
+
 #include <fmt/core.h>
 
+#include "io/parse.h"
 
 namespace routelab {
 
@@ -65,6 +69,21 @@ CsvTable parse_csv(const std::string& text, const std::string& where) {
     t.rows.push_back(std::move(records[r]));
   }
   return t;
+}
+
+std::optional<double> number_cell(const std::string& cell) {
+  if (cell.empty()) return std::numeric_limits<double>::quiet_NaN();
+  if (cell == "inf") return std::numeric_limits<double>::infinity();
+  if (cell == "-inf") return -std::numeric_limits<double>::infinity();
+  return parse_finite(cell);
+}
+
+void require_number_cells(const CsvTable& t, const std::vector<std::string>& text_columns, const std::string& where) {
+  for (std::size_t r = 0; r < t.rows.size(); ++r)
+    for (std::size_t c = 0; c < t.columns.size(); ++c)
+      if (std::find(text_columns.begin(), text_columns.end(), t.columns[c]) == text_columns.end() &&
+          !number_cell(t.rows[r][c]))
+        throw CsvError(fmt::format("{}: row {}: {} = '{}' is not a number", where, r + 1, t.columns[c], t.rows[r][c]));
 }
 
 }  // namespace routelab

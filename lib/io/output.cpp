@@ -70,6 +70,10 @@ void release_temporary(const std::string& path) {
 
 void install_cleanup_handlers() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    // A handler someone installed stays (Python's SIGINT, which unwinds
+    // through the destructors instead).
+    if (::sigaction(sig, nullptr, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
     struct sigaction sa {};
     sa.sa_handler = cleanup_and_reraise;
     sigemptyset(&sa.sa_mask);
@@ -114,6 +118,12 @@ void require_writable_folder(const std::string& dir, const std::string& what) {
   if (!fs::is_directory(st)) throw_write_error(what, d.string(), ENOTDIR);
   const std::string probe = (d / (".routelab-probe." + std::to_string(::getpid()))).string();
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  // A folder that exists yet answers ENOENT to a new file takes none (/proc,
+  // /sys): saying "it does not exist" of it would mislead.
+  if (fd < 0 && errno == ENOENT)
+    throw OutputError(fmt::format("{}: the folder {} takes no new files (a virtual file system such as /proc); "
+                                  "name a file on an ordinary one",
+                                  what, d.string()));
   if (fd < 0) throw_write_error(what, d.string(), errno);
   ::close(fd);
   ::unlink(probe.c_str());

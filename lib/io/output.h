@@ -67,9 +67,11 @@ int write_temporary(const std::string& tmp, const std::string& text);
 // path would help, else a std::runtime_error (a failure, exit status 1).
 [[noreturn]] void throw_write_error(const std::string& what, const std::string& path, int err);
 
-// Temporaries in flight: write_file_atomic registers each before writing it
-// and releases it after the rename; the handlers unlink the registered ones
-// and re-raise. main() installs them once.
+// Files to remove if the process is stopped: write_file_atomic registers
+// each temporary before writing it and releases it after the rename, a run
+// lock (io/run_lock.h) its lock file while it holds it; the handlers unlink
+// the registered ones and re-raise. main() and the Python module install
+// them once, for each of the signals that still has its default action.
 void install_cleanup_handlers();
 void register_temporary(const std::string& path);
 void release_temporary(const std::string& path);

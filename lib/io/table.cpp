@@ -45,17 +45,18 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
-std::string Table::to_csv() const {
+std::string csv_line(const std::vector<std::string>& cells) {
   std::string out;
-  auto line = [&](const std::vector<std::string>& cells) {
-    for (std::size_t j = 0; j < cells.size(); ++j) {
-      if (j) out += ',';
-      out += csv_field(cells[j]);
-    }
-    out += '\n';
-  };
-  line(columns_);
-  for (const auto& r : rows_) line(r);
+  for (std::size_t j = 0; j < cells.size(); ++j) {
+    if (j) out += ',';
+    out += csv_field(cells[j]);
+  }
+  return out + '\n';
+}
+
+std::string Table::to_csv() const {
+  std::string out = csv_line(columns_);
+  for (const auto& r : rows_) out += csv_line(r);
   return out;
 }
 

@@ -30,6 +30,9 @@ class Table {
 // A text cell as CSV writes it: quoted (quotes doubled) when it holds a
 // comma, quote or line break, as is otherwise.
 std::string csv_field(const std::string& s);
+// A row of cells as CSV writes it: csv_field of each, commas between, a
+// line break at the end.
+std::string csv_line(const std::vector<std::string>& cells);
 
 // Shortest round-trip text of a double; "" for NaN; "inf"/"-inf".
 std::string format_number(double x);

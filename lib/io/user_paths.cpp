@@ -36,6 +36,19 @@ std::size_t length(const fs::path& p) { return std::size_t(std::distance(p.begin
 
 }  // namespace
 
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+  }
+  return out;
+}
+
 void note_user_path(const std::string& flag, const std::string& path) {
   if (path.empty()) return;
   std::lock_guard<std::mutex> hold(noted_mutex);

@@ -12,6 +12,11 @@
 
 namespace routelab {
 
+// `text` with each control character (a line break, a tab, ...) written as
+// an escape (\n, \t, \x1b), so that a message naming a path holding one
+// stays one line.
+std::string one_line(const std::string& text);
+
 // `flag` ("--out", "[experiment] csv") named `path`.
 void note_user_path(const std::string& flag, const std::string& path);
 void forget_user_paths();  // for tests

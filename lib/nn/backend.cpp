@@ -36,9 +36,9 @@ void CpuBackend::set_optimizer(const AdamW& opt) {
 }
 
 BackendFactory cpu_backend_factory() {
-  return [](const ModelConfig& config, uint64_t seed) -> std::unique_ptr<ModelBackend> {
+  return {[](const ModelConfig& config, uint64_t seed) -> std::unique_ptr<ModelBackend> {
     return std::make_unique<CpuBackend>(config, seed);
-  };
+  }};
 }
 
 }  // namespace routelab::nn

@@ -6,6 +6,7 @@
 // the state for a checkpoint), and the checkpoint format is the same for both.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -83,8 +84,24 @@ class CpuBackend final : public ModelBackend {
 };
 
 // Builds the backend for one run's model; `seed` draws the initial weights
-// and the random angles, as Model's.
-using BackendFactory = std::function<std::unique_ptr<ModelBackend>(const ModelConfig& config, uint64_t seed)>;
+// and the random angles, as Model's. `free_bytes`, when set, says how many
+// bytes the device its models live on has free, so that a model too large
+// for it is refused before one is built (runs/memory.h); unset, the host's
+// memory is what the model takes.
+struct BackendFactory {
+  using Make = std::function<std::unique_ptr<ModelBackend>(const ModelConfig& config, uint64_t seed)>;
+  Make make;
+  std::function<std::size_t()> free_bytes;
+
+  BackendFactory() = default;
+  BackendFactory(std::nullptr_t) {}
+  BackendFactory(Make m, std::function<std::size_t()> free = nullptr)
+      : make(std::move(m)), free_bytes(std::move(free)) {}
+  explicit operator bool() const { return bool(make); }
+  std::unique_ptr<ModelBackend> operator()(const ModelConfig& config, uint64_t seed) const {
+    return make(config, seed);
+  }
+};
 // The CPU's: what the loops use when no factory is given.
 BackendFactory cpu_backend_factory();
 

@@ -10,6 +10,10 @@
 
 namespace routelab::nn {
 
+// The most layers a run's configuration may ask for (runs/config.cpp): the
+// initialisation's streams (nn/streams.h) stay apart up to it.
+inline constexpr int kMaxLayers = 256;
+
 struct ModelConfig {
   int vocab = 256;  // bytes
   int d_model = 128;

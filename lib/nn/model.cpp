@@ -45,6 +45,24 @@ std::size_t param_count(const std::vector<ParamTensor>& layout) {
 
 std::size_t param_count(const ModelConfig& m) { return param_count(param_layout(m)); }
 
+namespace {
+
+// "qkvw" of "layer3.qkvw", or the whole name of a tensor outside the layers.
+std::string leaf_name(const std::string& name) { return name.substr(name.find('.') + 1); }
+
+// Layer l of "layer<l>.angles"; 0 for the shared table "angles".
+int table_layer(const std::string& name) { return name == "angles" ? 0 : std::stoi(name.substr(5)); }
+
+}  // namespace
+
+std::optional<uint64_t> init_stream_of(const std::vector<ParamTensor>& t, std::size_t i) {
+  const std::string leaf = leaf_name(t[i].name);
+  if (leaf == "angles") return table_init_stream(uint64_t(table_layer(t[i].name)));
+  if (leaf == "psiw" || (t[i].decay && leaf != "ln1w" && leaf != "ln2w" && t[i].name != "lnfw"))
+    return tensor_init_stream(i);
+  return std::nullopt;
+}
+
 LayerParams layer_params(const std::vector<ParamTensor>& ts, int l) {
   const std::string p = "layer" + std::to_string(l) + ".";
   auto o = [&](const char* n) { return find_offset(ts, p + n); };
@@ -233,21 +251,23 @@ void Model<R>::init_params() {
   for (std::size_t i = 0; i < tensors_.size(); ++i) {
     const ParamTensor& t = tensors_[i];
     R* p = params.data() + t.offset;
-    const std::string leaf = t.name.substr(t.name.find('.') + 1);
+    const std::string leaf = leaf_name(t.name);
+    const std::optional<uint64_t> stream = init_stream_of(tensors_, i);
     if (leaf == "angles") {
-      // A shared table ("angles") starts as layer 0's would.
-      angles_->init_table(p, seed_, t.name == "angles" ? 0 : std::stoi(t.name.substr(5)));
+      // A shared table ("angles") starts as layer 0's would; the angle
+      // source draws it from table_init_stream(layer), *stream.
+      angles_->init_table(p, seed_, table_layer(t.name));
     } else if (leaf == "psiw") {
       // xhat has C coordinates of unit mean square, so psi_b = w_b . xhat
       // spreads over tokens with s.d. |w_b| ~ sigma: at the start each block's
       // increments have the normal table's law N(0, sigma^2).
-      Stream s(seed_, init_stream(i));
+      Stream s(seed_, *stream);
       const double sd = config_.learned_sigma / std::sqrt(double(config_.d_model));
       for (std::size_t j = 0; j < t.size(); ++j) p[j] = R(sd * s.normal());
     } else if (leaf == "ln1w" || leaf == "ln2w" || t.name == "lnfw") {
       std::fill(p, p + t.size(), R(1));
     } else if (t.decay) {
-      Stream s(seed_, init_stream(i));
+      Stream s(seed_, *stream);
       const double sd = (leaf == "attprojw" || leaf == "fcprojw") ? resid_std : 0.02;
       for (std::size_t j = 0; j < t.size(); ++j) p[j] = R(sd * s.normal());
     } else {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,11 @@ struct ParamTensor {
 std::vector<ParamTensor> param_layout(const ModelConfig& m);
 // The number of parameters param_layout lays out.
 std::size_t param_count(const ModelConfig& m);
+// The stream tensor i of the layout `t` (param_layout's) draws its initial
+// values from (nn/streams.h): a learned angle table its layer's, a weight
+// matrix or the projected angles' W_psi its own; nullopt for the tensors set
+// to 0 or 1. What Model's initialisation reads.
+std::optional<uint64_t> init_stream_of(const std::vector<ParamTensor>& t, std::size_t i);
 // The same from a layout already made.
 std::size_t param_count(const std::vector<ParamTensor>& layout);
 // The tensor called `name`; throws std::out_of_range if the model has none.

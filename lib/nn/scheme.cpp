@@ -168,7 +168,7 @@ class LearnedAngles final : public AngleSource<R> {
   bool trained() const override { return true; }
   void init_table(R* table, uint64_t seed, int layer) const override {
     const int nb = int(f_.size());
-    Stream s(seed, init_stream(1000 + layer));
+    Stream s(seed, table_init_stream(uint64_t(layer)));
     for (int v = 0; v < 256; ++v)
       for (int j = 0; j < nb; ++j) {
         double x = scale_ * f_[j];  // "rope"

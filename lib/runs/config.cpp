@@ -111,7 +111,7 @@ RunConfig parse_run_config(const toml::table& t, const std::string& where, const
     TableReader r(section(t, "model", where), where, "model");
     r.integer("d_model", c.model.d_model, 2, 8192);
     r.integer("heads", c.model.heads, 1, 1024);
-    r.integer("layers", c.model.layers, 1, 256);
+    r.integer("layers", c.model.layers, 1, nn::kMaxLayers);
     r.integer("mlp_ratio", c.model.mlp_ratio, 1, 64);
     r.integer("context", c.model.context, 1, 1 << 20);
     r.text("scheme", c.model.scheme, "one of " + nn::scheme_names());

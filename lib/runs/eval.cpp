@@ -106,7 +106,23 @@ std::string csv_with_suffix(const std::string& csv, const std::string& suffix) {
 
 std::string positions_path(const std::string& eval_csv) { return csv_with_suffix(eval_csv, "-positions.csv"); }
 
-TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengths_text) {
+void require_lengths_fit(const RunConfig& c, const std::vector<int64_t>& lengths, std::size_t val_bytes,
+                         const std::string& flag, const std::string& run_dir, const nn::BackendFactory& backend) {
+  for (int64_t L : lengths)
+    if (!c.is_task() && L + 1 > int64_t(val_bytes))
+      throw ConfigError(val_bytes < 2 ? fmt::format("{}: the validation stream of {} holds {} bytes, so no window fits "
+                                                    "(a window of L bytes predicts L + 1); prepare the corpus with a "
+                                                    "longer val.txt",
+                                                    flag, run_dir, val_bytes)
+                                      : fmt::format("{}: {} is longer than the validation stream of {} ({} bytes); "
+                                                    "accepted: at most {}",
+                                                    flag, L, run_dir, val_bytes, val_bytes - 1));
+  for (int64_t L : lengths)
+    require_memory(evaluation_bytes(c.model, L), fmt::format("evaluating at {}", L), backend);
+}
+
+TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengths_text,
+                            const nn::BackendFactory& backend) {
   TrainedRun r;
   r.config = load_run_dir_config(run_dir);
   try {
@@ -118,13 +134,7 @@ TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengt
   r.step = ck.step;
   // A task run's evaluation sets are generated (runs/task_eval.h).
   if (!r.config.is_task()) r.corpus = data::load_corpus(r.config.corpus);
-  // A window of L bytes predicts L + 1: every length must fit the stream.
-  for (int64_t L : r.lengths)
-    if (!r.config.is_task() && L + 1 > int64_t(r.corpus.val.size()))
-      throw ConfigError(fmt::format("--lengths: {} is longer than the validation stream of {} ({} bytes); accepted: "
-                                    "at most {}",
-                                    L, run_dir, r.corpus.val.size(), r.corpus.val.size() - 1));
-  for (int64_t L : r.lengths) require_memory(evaluation_bytes(r.config.model, L), fmt::format("evaluating at {}", L));
+  require_lengths_fit(r.config, r.lengths, r.corpus.val.size(), "--lengths", run_dir, backend);
   r.model = std::make_unique<nn::Model<float>>(r.config.model, r.config.train.seed);
   r.model->params.assign(ck.params.begin(), ck.params.end());
   return r;
@@ -144,6 +154,7 @@ std::string evaluate_run(const std::string& run_dir, const std::string& lengths_
     throw ConfigError(fmt::format("{} was trained on a task, which has no validation stream: evaluate it with "
                                   "evaluate_task_run (routelab eval asks its sets)",
                                   run_dir));
+  const auto locks = lock_runs_written({run_dir}, {eval_csv, positions_path(eval_csv), losses_csv});
   OutputFiles files("eval");
   files.input(config_path(run_dir));
   files.input(checkpoint_path(run_dir));
@@ -151,7 +162,7 @@ std::string evaluate_run(const std::string& run_dir, const std::string& lengths_
   files.output(positions_path(eval_csv), "the positions CSV (--out FILE-positions.csv)");
   files.output(eval_csv + ".json", "the sidecar (--out FILE.json)");
   if (!losses_csv.empty()) files.output(losses_csv, "--losses");
-  TrainedRun run = load_trained_run(run_dir, lengths_text);
+  TrainedRun run = load_trained_run(run_dir, lengths_text, backend);
   const RunConfig& c = run.config;
   const data::Corpus& corpus = run.corpus;
   const std::unique_ptr<nn::ModelBackend> device_model = trained_run_backend(run, backend);

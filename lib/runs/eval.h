@@ -91,7 +91,17 @@ struct TrainedRun {
   std::unique_ptr<nn::Model<float>> model;
   std::vector<int64_t> lengths;
 };
-TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengths_text);
+// `backend` (empty: the CPU) is where its evaluation will run: the memory
+// each length takes is checked there.
+TrainedRun load_trained_run(const std::string& run_dir, const std::string& lengths_text,
+                            const nn::BackendFactory& backend = {});
+// Refuses (ConfigError opening with `flag`, the lengths' source: "--lengths",
+// "FILE: [experiment] lengths") every length that the validation stream of
+// `run_dir` (val_bytes long; a corpus run's) cannot fill (a window of L bytes
+// predicts L + 1), or whose evaluation does not fit in memory on `backend`.
+// What load_trained_run checks, and experiments before any run trains.
+void require_lengths_fit(const RunConfig& c, const std::vector<int64_t>& lengths, std::size_t val_bytes,
+                         const std::string& flag, const std::string& run_dir, const nn::BackendFactory& backend = {});
 // The run's model where `backend` puts it (empty: the CPU, driving run.model).
 std::unique_ptr<nn::ModelBackend> trained_run_backend(TrainedRun& run, const nn::BackendFactory& backend);
 

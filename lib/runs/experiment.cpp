@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include <fmt/core.h>
 #include <toml++/toml.h>
 
+#include "io/csv_read.h"
 #include "io/output.h"
 #include "io/parse.h"
 #include "io/run_lock.h"
@@ -153,9 +155,12 @@ Arm read_arm(const toml::table& x, const std::string& where, const Arm* defaults
 }
 
 // The runs of one arm, seeds outermost, each swept key varied only where the
-// point reads it; a run already listed (same directory) is not listed again.
+// point reads it; a run already listed (same directory, same configuration)
+// is not listed again. Two points of other configurations whose folders
+// would share a name (two corpora in folders of one name) are refused: one
+// would vanish from the CSVs.
 void add_points(ExperimentConfig& e, const toml::table& file, const Arm& arm, std::size_t arm_index,
-                const std::string& path, std::set<std::string>& dirs) {
+                const std::string& path, std::map<std::string, std::size_t>& dirs) {
   const std::size_t K = arm.sweep.size();
   std::size_t combos = 1;
   for (const auto& [key, values] : arm.sweep) combos *= values.size();
@@ -210,7 +215,22 @@ void add_points(ExperimentConfig& e, const toml::table& file, const Arm& arm, st
         // Every swept column, this arm's or not, says what the run used.
         for (const auto& key : e.swept_keys) p.swept_values.push_back(point_reads(c, key) ? config_value(c, key) : "");
         p.dir = (fs::path(e.out) / fmt::format("{}-s{}", name, seed)).string();
-        if (dirs.insert(p.dir).second) e.points.push_back(std::move(p));
+        const auto [at, fresh] = dirs.emplace(p.dir, e.points.size());
+        if (fresh) {
+          e.points.push_back(std::move(p));
+        } else if (const ExperimentPoint& same = e.points[at->second]; !(same.config == p.config)) {
+          const nlohmann::json a = to_json(same.config), b = to_json(p.config);
+          std::string differ;
+          for (const char* section : {"model", "train", "data"})
+            for (const auto& [k, v] : b[section].items())
+              if (!a[section].contains(k) || a[section][k] != v)
+                differ += fmt::format("{}{} = {} and {}", differ.empty() ? "" : ", ", k,
+                                      a[section].contains(k) ? a[section][k].dump() : "(none)", v.dump());
+          throw ConfigError(fmt::format("{}: two runs of other configurations ({}) would share the folder {}; a "
+                                        "run folder names a swept path by its last part, so give the paths "
+                                        "distinct last parts",
+                                        path, differ, p.dir));
+        }
       }
   for (std::size_t k = 0; k < K; ++k)
     if (!ever_read[k]) {
@@ -297,6 +317,12 @@ ExperimentConfig load_experiment_config(const std::string& path) {
                       path, key));
     }
   }
+  // Passkey keys that ask nothing are a mistake, not a default.
+  for (const char* key : {"passkey_lengths", "passkey_depths"})
+    if (x->contains(key) && e.passkey_trials == 0)
+      throw ConfigError(fmt::format("{}: [experiment] {} is set but passkey_trials is 0 (or absent), so no passkey is "
+                                    "asked; set passkey_trials, or remove {}",
+                                    path, key, key));
   if (arms.empty() || e.out.empty() || e.csv.empty())
     throw ConfigError(fmt::format("{}: [experiment] needs schemes (or [[experiment.arms]]), seeds, out and csv", path));
   if (!top.sweep.empty() && top.schemes.empty())
@@ -311,7 +337,7 @@ ExperimentConfig load_experiment_config(const std::string& path) {
     for (const auto& [key, values] : arm.sweep)
       if (std::find(e.swept_keys.begin(), e.swept_keys.end(), key) == e.swept_keys.end()) e.swept_keys.push_back(key);
   }
-  std::set<std::string> dirs;
+  std::map<std::string, std::size_t> dirs;  // a run's folder -> its point
   for (std::size_t a = 0; a < arms.size(); ++a) add_points(e, t, arms[a], a, path, dirs);
   // Seeds outermost across arms too.
   auto seed_rank = [&](const ExperimentPoint& p) {
@@ -389,26 +415,27 @@ std::string with_swept(const std::string& lines, const std::vector<std::string>&
   return out;
 }
 
-// A point's rows are those starting with its key cells: scheme, the swept
+// A point's rows are those whose first cells are its key: scheme, the swept
 // values, seed.
-std::string point_prefix(const ExperimentPoint& p) {
-  std::string key = p.config.model.scheme + ",";
-  for (const auto& c : p.swept_values) key += c + ",";
-  return key + std::to_string(p.config.train.seed) + ",";
+std::vector<std::string> point_key(const ExperimentPoint& p) {
+  std::vector<std::string> key = {p.config.model.scheme};
+  key.insert(key.end(), p.swept_values.begin(), p.swept_values.end());
+  key.push_back(std::to_string(p.config.train.seed));
+  return key;
 }
 
 // The rows of an existing experiment CSV, for the points a selection keeps
-// (`flag` names the selection in refusals).
+// (`flag` names the selection in refusals), each checked as the experiment
+// writes its rows.
 struct KeptRows {
-  std::string path, text;
-  std::string what, flag;
+  std::string path, what, flag;
+  CsvTable table;
   // Empty where it has none.
   std::string rows_of(const ExperimentPoint& p) const {
-    const std::string prefix = point_prefix(p);
+    const std::vector<std::string> key = point_key(p);
     std::string out;
-    std::istringstream in(csv_body(text));
-    for (std::string line; std::getline(in, line);)
-      if (line.starts_with(prefix)) out += line + "\n";
+    for (const auto& row : table.rows)
+      if (std::equal(key.begin(), key.end(), row.begin())) out += csv_line(row);
     return out;
   }
   std::string required_rows_of(const ExperimentPoint& p) const {
@@ -421,16 +448,25 @@ struct KeptRows {
   }
 };
 
-KeptRows read_kept(const std::string& path, const std::string& header, const std::string& what,
-                   const std::string& flag) {
+// `text_columns`: the header's cells that are not numbers (the scheme, the
+// swept values, a task set's names).
+KeptRows read_kept(const std::string& path, const std::string& header, const std::vector<std::string>& text_columns,
+                   const std::string& what, const std::string& flag) {
   if (!fs::is_regular_file(path))
     throw ConfigError(fmt::format("{} keeps the other runs' rows from {} ({}), which does not exist; run "
                                   "without {} first",
                                   flag, path, what, flag));
-  KeptRows k{path, read_text_file(path), what, flag};
-  if (!k.text.starts_with(header))
+  const std::string text = read_text_file(path);
+  if (!text.starts_with(header))
     throw ConfigError(fmt::format("{}: {} ({}) does not start with this experiment's header {}", flag, path, what,
                                   header.substr(0, header.size() - 1)));
+  KeptRows k{path, what, flag, {}};
+  try {
+    k.table = parse_csv(text, path);
+    require_number_cells(k.table, text_columns, path);
+  } catch (const CsvError& e) {
+    throw ConfigError(fmt::format("{}: {} ({}): {}; its rows cannot be kept", flag, path, what, e.what()));
+  }
   return k;
 }
 
@@ -559,6 +595,9 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
     if (std::find(only.begin(), only.begin() + i, only[i]) != only.begin() + i)
       throw ConfigError(fmt::format("--only lists '{}' twice", only[i]));
   }
+  // One experiment at a time in its folders; --finished only reads the runs.
+  std::unique_ptr<RunLock> out_lock;
+  if (!finished_only) out_lock = lock_run(e.out, "[experiment] out");
   // The kept rows are read, and every kept point found in them, before any
   // run trains.
   const std::vector<std::string>& keys = e.swept_keys;
@@ -568,13 +607,20 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
   std::vector<KeptRows> kept;
   std::optional<KeptRows> kept_loss;  // older experiments have no -loss.csv
   if (keeps) {
-    kept.push_back(read_kept(e.csv, with_swept(eval_header, keys), "[experiment] csv", flag));
+    std::vector<std::string> text = {"scheme"};
+    text.insert(text.end(), keys.begin(), keys.end());
+    std::vector<std::string> eval_text = text;
+    if (e.task) eval_text.insert(eval_text.end(), {"task", "set"});
+    kept.push_back(read_kept(e.csv, with_swept(eval_header, keys), eval_text, "[experiment] csv", flag));
     if (!e.task)
-      kept.push_back(read_kept(positions_path(e.csv), with_swept(positions_csv_header(), keys), "its -positions.csv", flag));
+      kept.push_back(read_kept(positions_path(e.csv), with_swept(positions_csv_header(), keys), text,
+                               "its -positions.csv", flag));
     if (e.passkey_trials > 0)
-      kept.push_back(read_kept(passkey_path(e.csv), with_swept(passkey_csv_header(), keys), "its -passkey.csv", flag));
+      kept.push_back(
+          read_kept(passkey_path(e.csv), with_swept(passkey_csv_header(), keys), text, "its -passkey.csv", flag));
     if (fs::exists(loss_path(e.csv)))
-      kept_loss = read_kept(loss_path(e.csv), with_swept(loss_curve_header(e.task), keys), "its -loss.csv", flag);
+      kept_loss =
+          read_kept(loss_path(e.csv), with_swept(loss_curve_header(e.task), keys), text, "its -loss.csv", flag);
   }
   // Per point, whether this call takes it through the workflow, and if not,
   // its kept rows of each CSV (eval, positions, passkey).
@@ -586,6 +632,27 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
                          : std::find(only.begin(), only.end(), p.config.model.scheme) != only.end();
     if (!reruns[i])
       for (const KeptRows& k : kept) kept_rows[i].push_back(k.required_rows_of(p));
+  }
+  // No `routelab train` in a run this call takes through the workflow, from
+  // before any work to the end; --finished only reads the runs.
+  std::vector<std::unique_ptr<RunLock>> run_locks;
+  for (std::size_t i = 0; i < e.points.size() && !finished_only; ++i)
+    if (reruns[i]) run_locks.push_back(lock_run(e.points[i].dir, "[experiment] out's run"));
+  // Every length each run taken through the workflow is asked at must fit
+  // its validation stream, and its evaluation the memory, before any trains.
+  if (!finished_only && !e.task) {
+    std::map<std::string, std::size_t> val_bytes;  // corpus -> its validation stream's bytes
+    for (std::size_t i = 0; i < e.points.size(); ++i) {
+      if (!reruns[i]) continue;
+      const ExperimentPoint& p = e.points[i];
+      const auto [at, fresh] = val_bytes.emplace(p.config.corpus, 0);
+      if (fresh) at->second = data::load_corpus(p.config.corpus).val.size();
+      require_lengths_fit(p.config, parse_lengths(e.lengths, p.config.model.context), at->second,
+                          "[experiment] lengths", p.dir, backend);
+      if (e.passkey_trials > 0)
+        require_lengths_fit(p.config, parse_lengths(e.passkey_lengths, p.config.model.context), at->second,
+                            "[experiment] passkey_lengths", p.dir, backend);
+    }
   }
   // The combined CSVs are checked before any run trains; their folder is
   // made first (it is part of the experiment's tree).
@@ -602,11 +669,7 @@ void run_experiment(const ExperimentConfig& e, bool progress, const nn::BackendF
   std::vector<std::optional<PointRows>> done(e.points.size());
   for (const std::size_t i : training_order(e)) {
     if (!reruns[i]) continue;
-    const ExperimentPoint& p = e.points[i];
-    // No `routelab train` in the run meanwhile; --finished only reads it.
-    std::optional<RunLock> lock;
-    if (!finished_only) lock.emplace(p.dir, "[experiment] out's run");
-    done[i] = run_point(e, p, progress, backend, finished_only);
+    done[i] = run_point(e, e.points[i], progress, backend, finished_only);
   }
   std::string rows, pos_rows, passkey_rows, loss_rows;
   nlohmann::json runs = nlohmann::json::array();

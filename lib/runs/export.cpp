@@ -101,6 +101,7 @@ void export_run(const std::string& run_dir, const std::string& out) {
   const RunConfig c = load_run_dir_config(run_dir);  // a missing run is named first
   if (!out.ends_with(".safetensors") || out.size() == std::string(".safetensors").size())
     throw OutputError(fmt::format("export: --out '{}' is not accepted; name a file FILE.safetensors", out));
+  const auto locks = lock_runs_written({run_dir}, {out});
   OutputFiles files("export");
   files.input(config_path(run_dir));
   files.input(checkpoint_path(run_dir));

@@ -75,22 +75,27 @@ PasskeyResult passkey_eval(nn::ModelBackend& model, int vocab, const std::vector
 }
 
 std::string passkey_run(const std::string& run_dir, const std::string& lengths_text, const std::vector<double>& depths,
-                        int trials, uint64_t seed, const std::string& out_csv, bool progress,
+                        int64_t trials, uint64_t seed, const std::string& out_csv, bool progress,
                         const nn::BackendFactory& backend, const WorkHooks& hooks) {
   const auto start = std::chrono::steady_clock::now();
   for (double d : depths)
     if (!(d >= 0 && d <= 1)) throw ConfigError("--depths: each depth must be a fraction in [0, 1]");
   if (depths.empty()) throw ConfigError("--depths: name at least one fraction in [0, 1]");
+  if (trials < 1 || trials > kMaxPasskeyTrials)
+    throw ConfigError(fmt::format("--trials: {} is not accepted; an integer in [1, {}]", trials, kMaxPasskeyTrials));
+  if (seed > kMaxPasskeySeed)
+    throw ConfigError(fmt::format("--seed: {} is not accepted; an integer in [0, 2^62]", seed));
   if (load_run_dir_config(run_dir).is_task())  // a missing run is named before its outputs
     throw ConfigError(fmt::format("{} was trained on a task; passkeys are planted in corpus text (routelab eval "
                                   "asks a task run's own sets)",
                                   run_dir));
+  const auto locks = lock_runs_written({run_dir}, {out_csv});
   OutputFiles files("passkey");
   files.input(config_path(run_dir));
   files.input(checkpoint_path(run_dir));
   files.output(out_csv, "--out");
   files.output(out_csv + ".json", "the sidecar --out FILE.json");
-  TrainedRun run = load_trained_run(run_dir, lengths_text);
+  TrainedRun run = load_trained_run(run_dir, lengths_text, backend);
   const RunConfig& c = run.config;
   const std::unique_ptr<nn::ModelBackend> model = trained_run_backend(run, backend);
   for (int64_t L : run.lengths)
@@ -102,7 +107,7 @@ std::string passkey_run(const std::string& run_dir, const std::string& lengths_t
   std::size_t done = 0;
   for (int64_t L : run.lengths)
     for (double d : depths) {
-      const PasskeyResult r = passkey_eval(*model, c.model.vocab, run.corpus.val, L, d, trials, seed, hooks.after_pass);
+      const PasskeyResult r = passkey_eval(*model, c.model.vocab, run.corpus.val, L, d, int(trials), seed, hooks.after_pass);
       rows += fmt::format("{},{},{},{},{},{},{},{},{}\n", c.model.scheme, c.train.seed, c.model.context, L,
                           format_number(d), trials, format_number(r.accuracy), format_number(r.digit_accuracy),
                           format_number(r.key_bits));

@@ -35,6 +35,10 @@ using data::passkey_sample;
 PasskeyResult passkey_eval(nn::ModelBackend& model, int vocab, const std::vector<uint8_t>& text, int64_t L,
                            double depth, int trials, uint64_t seed, const std::function<void()>& after_pass = nullptr);
 
+// What passkey_run accepts: trials per length and depth, and seeds.
+inline constexpr int kMaxPasskeyTrials = 100000;
+inline constexpr uint64_t kMaxPasskeySeed = uint64_t(1) << 62;
+
 std::string passkey_csv_header();
 // FILE.csv -> FILE-passkey.csv (an experiment's passkey CSV beside its eval CSV)
 std::string passkey_path(const std::string& eval_csv);
@@ -45,7 +49,7 @@ std::string passkey_path(const std::string& eval_csv);
 // where the model runs (empty: the CPU); `hooks` are called from its loop,
 // one unit per length and depth, and when one throws nothing is written.
 std::string passkey_run(const std::string& run_dir, const std::string& lengths, const std::vector<double>& depths,
-                        int trials, uint64_t seed, const std::string& out_csv, bool progress,
+                        int64_t trials, uint64_t seed, const std::string& out_csv, bool progress,
                         const nn::BackendFactory& backend = {}, const WorkHooks& hooks = {});
 
 }  // namespace routelab::runs

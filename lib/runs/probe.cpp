@@ -13,6 +13,7 @@
 #include <fmt/core.h>
 
 #include "attention/far_mass.h"
+#include "io/csv_read.h"
 #include "io/output.h"
 #include "io/parse.h"
 #include "io/table.h"
@@ -485,8 +486,9 @@ std::string probe_phases_path(const std::string& csv) { return csv_with_suffix(c
 namespace {
 
 // The files --update merges into, read and checked before any work.
+using Rows = std::vector<std::vector<std::string>>;
 struct ProbeFiles {
-  std::string rows, angle_rows, phase_rows;
+  Rows rows, angle_rows, phase_rows;
   nlohmann::json runs = nlohmann::json::array();
 };
 
@@ -500,10 +502,12 @@ std::string kept_file(const std::string& path) {
 }
 
 // The rows of the probe CSV `path`, whose header must be `header` (one of the
-// probe_*_csv_header()). A probe written before the last columns were added
-// has the first columns of it: its rows get the missing columns empty (only
-// the runs could fill them), and their names go to `missing`.
-std::string kept_rows(const std::string& path, const std::string& header, std::vector<std::string>& missing) {
+// probe_*_csv_header()), each checked as the probe writes its rows (every
+// cell but the run, scheme and beta_source a number). A probe written before the
+// last columns were added has the first columns of it: its rows get the
+// missing columns empty (only the runs could fill them), and their names go
+// to `missing`.
+Rows kept_rows(const std::string& path, const std::string& header, std::vector<std::string>& missing) {
   const std::string text = kept_file(path);
   const auto now = split_list(header.substr(0, header.find('\n')));
   const auto then = split_list(std::string_view(text).substr(0, text.find('\n')));
@@ -513,13 +517,16 @@ std::string kept_rows(const std::string& path, const std::string& header, std::v
     throw ConfigError(fmt::format("--update: {} does not start with the probe's header {},... (or an older "
                                   "probe's, its first columns)",
                                   path, now->front()));
-  if (then->size() == now->size()) return csv_body(text);
-  missing.insert(missing.end(), now->begin() + then->size(), now->end());
-  const std::string empty(now->size() - then->size(), ',');
-  std::string rows;
-  std::istringstream in(csv_body(text));
-  for (std::string line; std::getline(in, line);) rows += line + empty + "\n";
-  return rows;
+  CsvTable t;
+  try {
+    t = parse_csv(text, path);
+    require_number_cells(t, {"run", "scheme", "beta_source"}, path);
+  } catch (const CsvError& e) {
+    throw ConfigError(fmt::format("--update: {}; its rows cannot be kept", e.what()));
+  }
+  if (then->size() < now->size()) missing.insert(missing.end(), now->begin() + then->size(), now->end());
+  for (auto& row : t.rows) row.resize(now->size());
+  return t.rows;
 }
 
 ProbeFiles read_probe_files(const ProbeOptions& o) {
@@ -547,24 +554,23 @@ ProbeFiles read_probe_files(const ProbeOptions& o) {
   return f;
 }
 
-// `kept` (a CSV body) with each probed run's rows `fresh[i]` (those whose
-// first cells are `prefix[i]`) in place of its old rows, or after the rest
+// `kept` with each probed run's rows `fresh[i]` in place of the rows of the
+// run whose folder resolves to `probed[i]` (run_identity), or after the rest
 // where it had none.
-std::string replace_run_rows(const std::string& kept, const std::vector<std::string>& prefix,
+std::string replace_run_rows(const Rows& kept, const std::vector<std::string>& probed,
                              const std::vector<std::string>& fresh) {
-  std::vector<bool> placed(prefix.size(), false);
+  std::vector<bool> placed(probed.size(), false);
   std::string out;
-  std::istringstream in(kept);
-  for (std::string line; std::getline(in, line);) {
-    const auto i = std::find_if(prefix.begin(), prefix.end(), [&](const auto& p) { return line.starts_with(p); });
-    if (i == prefix.end()) {
-      out += line + "\n";
-    } else if (const auto at = std::size_t(i - prefix.begin()); !placed[at]) {
+  for (const auto& row : kept) {
+    const auto i = std::find(probed.begin(), probed.end(), run_identity(row[0]));
+    if (i == probed.end()) {
+      out += csv_line(row);
+    } else if (const auto at = std::size_t(i - probed.begin()); !placed[at]) {
       out += fresh[at];
       placed[at] = true;
     }
   }
-  for (std::size_t i = 0; i < prefix.size(); ++i)
+  for (std::size_t i = 0; i < probed.size(); ++i)
     if (!placed[i]) out += fresh[i];
   return out;
 }
@@ -584,14 +590,22 @@ std::string probe_runs(const ProbeOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   if (o.runs.empty()) throw ConfigError("--run: name at least one run directory");
   if (!(o.eps > 0 && o.eps < 1)) throw ConfigError(fmt::format("--eps: {} is not in (0, 1)", o.eps));
-  if (o.max_windows < 1) throw ConfigError("--max-windows: must be at least 1");
+  if (o.max_windows < 1 || o.max_windows > kMaxProbeWindows)
+    throw ConfigError(fmt::format("--max-windows: {} is not accepted; an integer in [1, {}]", o.max_windows,
+                                  kMaxProbeWindows));
   if (o.window < 0) throw ConfigError(fmt::format("--window: {} must be at least 1", o.window));
   // Every run's configuration, lengths and window are checked before any work.
   std::size_t units = 0, done = 0;
+  // A run is its resolved folder: its rows and sidecar entry are found by it.
+  std::vector<std::string> identities;
   for (const auto& dir : o.runs) {
-    // Its rows and sidecar entry are found by its name.
-    if (std::count(o.runs.begin(), o.runs.end(), dir) > 1)
-      throw ConfigError(fmt::format("--run: {} is named more than once", dir));
+    const std::string id = run_identity(dir);
+    if (const auto same = std::find(identities.begin(), identities.end(), id); same != identities.end())
+      throw ConfigError(fmt::format("--run: {} and {} are the same run; name it once", o.runs[same - identities.begin()],
+                                    dir));
+    identities.push_back(id);
+  }
+  for (const auto& dir : o.runs) {
     const RunConfig c = load_run_dir_config(dir);
     if (const std::string why = probe_unreadable(*nn::find_scheme(c.model.scheme)); !why.empty())
       throw ConfigError(fmt::format("--run: {} has scheme {}, which the probe cannot read: {}", dir, c.model.scheme,
@@ -620,6 +634,8 @@ std::string probe_runs(const ProbeOptions& o) {
     if (o.hooks.after_unit) o.hooks.after_unit(++done, units);
   };
 
+  // Writing into a run waits for no training of it.
+  const auto locks = lock_runs_written(o.runs, {o.csv, probe_angles_path(o.csv), probe_phases_path(o.csv)});
   const ProbeFiles kept = read_probe_files(o);
 
   OutputFiles files("probe");
@@ -628,8 +644,8 @@ std::string probe_runs(const ProbeOptions& o) {
   files.output(probe_angles_path(o.csv), "the angles CSV (--csv FILE-angles.csv)");
   files.output(probe_phases_path(o.csv), "the phases CSV (--csv FILE-phases.csv)");
   files.output(o.csv + ".json", "the sidecar (--csv FILE.json)");
-  // Per run, in --run order: the cells its rows start with, and its rows.
-  std::vector<std::string> prefixes, run_rows, run_angle_rows, run_phase_rows;
+  // Per run, in --run order: its rows.
+  std::vector<std::string> run_rows, run_angle_rows, run_phase_rows;
   nlohmann::json runs_json = kept.runs;
   for (const auto& dir : o.runs) {
     std::string rows, angle_rows, phase_rows;
@@ -727,7 +743,6 @@ std::string probe_runs(const ProbeOptions& o) {
               reflects || phase_secs == 0 ? std::string() : format_number(share[std::size_t(l) * nb + g.block]));
     }
     after_unit();
-    prefixes.push_back(csv_field(dir) + ",");
     run_rows.push_back(std::move(rows));
     run_angle_rows.push_back(std::move(angle_rows));
     run_phase_rows.push_back(std::move(phase_rows));
@@ -738,17 +753,26 @@ std::string probe_runs(const ProbeOptions& o) {
                                   {"lengths", per_length},
                                   {"phase_windows", phase_secs > 0 ? int64_t(val.size() - 1) / T : 0},
                                   {"phase_seconds", phase_secs}};
-    const auto old = std::find_if(runs_json.begin(), runs_json.end(),
-                                  [&](const nlohmann::json& r) { return r.value("run", "") == dir; });
-    if (old != runs_json.end()) *old = entry;
-    else runs_json.push_back(entry);
+    // Its entry replaces the first of the kept ones of the same folder; the
+    // others (one run named two ways by an older probe) go.
+    const auto same = [&](const nlohmann::json& r) {
+      return r.is_object() && r.contains("run") && r["run"].is_string() &&
+             run_identity(r["run"].get<std::string>()) == run_identity(dir);
+    };
+    nlohmann::json merged = nlohmann::json::array();
+    bool placed = false;
+    for (const auto& r : runs_json)
+      if (!same(r)) merged.push_back(r);
+      else if (!placed) merged.push_back(entry), placed = true;
+    if (!placed) merged.push_back(entry);
+    runs_json = std::move(merged);
   }
 
-  const std::string csv = probe_csv_header() + replace_run_rows(kept.rows, prefixes, run_rows);
+  const std::string csv = probe_csv_header() + replace_run_rows(kept.rows, identities, run_rows);
   files.set(probe_angles_path(o.csv),
-            probe_angles_csv_header() + replace_run_rows(kept.angle_rows, prefixes, run_angle_rows));
+            probe_angles_csv_header() + replace_run_rows(kept.angle_rows, identities, run_angle_rows));
   files.set(probe_phases_path(o.csv),
-            probe_phases_csv_header() + replace_run_rows(kept.phase_rows, prefixes, run_phase_rows));
+            probe_phases_csv_header() + replace_run_rows(kept.phase_rows, identities, run_phase_rows));
   files.set(o.csv, csv);
   files.set(o.csv + ".json", sidecar_text(
       o.csv,

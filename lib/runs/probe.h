@@ -247,11 +247,13 @@ std::vector<int64_t> phase_distances(int64_t T);
 long long window_lower_median(std::vector<long long> windows);
 long long window_max(const std::vector<long long>& windows);
 
+inline constexpr int64_t kMaxProbeWindows = 1000000;
+
 struct ProbeOptions {
   std::vector<std::string> runs;
   std::string lengths = "1x,2x,4x,8x,16x,32x,64x";
   int64_t window = 0;  // 0: a quarter of the training length
-  int max_windows = 4;
+  int64_t max_windows = 4;  // 1 to kMaxProbeWindows
   double eps = 0.05;
   std::string csv;  // FILE.csv; angles go to FILE-angles.csv, phases to FILE-phases.csv
   // Keep every other run's rows (and sidecar entry) from the existing files;

@@ -1,19 +1,62 @@
 #include "runs/run_dir.h"
 
+#include <algorithm>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/core.h>
 
+#include "io/output.h"
 #include "io/sha256.h"
 #include "io/table.h"
 #include "nn/model.h"
+#include "stats/distributed.h"
 
 namespace routelab::runs {
 
 namespace fs = std::filesystem;
+
+std::unique_ptr<RunLock> lock_run(const std::string& dir, const std::string& what) {
+  std::unique_ptr<RunLock> lock;
+  std::exception_ptr refusal;
+  if (dist::is_root()) try {
+      lock = std::make_unique<RunLock>(dir, what);
+    } catch (...) {
+      refusal = std::current_exception();
+    }
+  char refused = refusal != nullptr;
+  dist::broadcast_bytes(&refused, 1);
+  if (refusal) std::rethrow_exception(refusal);
+  if (refused) throw OutputError(what + ": rank 0 could not lock " + dir);  // rank 0 says why
+  return lock;
+}
+
+std::string run_identity(const std::string& run_dir) {
+  if (run_dir.empty()) return "";
+  std::error_code ec;
+  const fs::path a = fs::absolute(run_dir, ec);
+  if (ec) return fs::path(run_dir).lexically_normal().string();
+  const fs::path p = fs::weakly_canonical(a, ec);
+  return ec ? a.lexically_normal().string() : p.string();
+}
+
+std::vector<std::unique_ptr<RunLock>> lock_runs_written(const std::vector<std::string>& runs,
+                                                        const std::vector<std::string>& outputs) {
+  auto inside = [](const std::string& file, const std::string& dir) {
+    const fs::path f = fs::path(run_identity(file)).parent_path(), d = run_identity(dir);
+    return std::mismatch(d.begin(), d.end(), f.begin(), f.end()).first == d.end();
+  };
+  std::vector<std::unique_ptr<RunLock>> locks;
+  for (const auto& run : runs)
+    if (fs::is_directory(run) && std::any_of(outputs.begin(), outputs.end(), [&](const std::string& out) {
+          return !out.empty() && inside(out, run);
+        }))
+      locks.push_back(lock_run(run, "--run"));
+  return locks;
+}
 
 std::string checkpoint_path(const std::string& run_dir) { return (fs::path(run_dir) / "checkpoint.bin").string(); }
 std::string config_path(const std::string& run_dir) { return (fs::path(run_dir) / "config.toml").string(); }

@@ -13,10 +13,12 @@
 // file before allocating and the step against the configured steps.
 #pragma once
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "io/run_lock.h"
 #include "nn/adamw.h"
 #include "runs/config.h"
 
@@ -27,6 +29,22 @@ namespace routelab::runs {
 struct RunDirError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// The run folder's lock (io/run_lock.h), as every function of the workflow
+// that writes into a run takes it before it reads or writes anything there:
+// training its folder, and evaluation, passkeys, the probe and export when
+// an output lies in a run. `what` names the flag in the refusal ("--out").
+// Under mpirun rank 0 takes it and tells the others, so that a refusal stops
+// every rank (a collective call).
+std::unique_ptr<RunLock> lock_run(const std::string& dir, const std::string& what);
+// The locks of those of `runs` that one of `outputs` lies in (by resolved
+// path), each named "--run"; reading a run takes none.
+std::vector<std::unique_ptr<RunLock>> lock_runs_written(const std::vector<std::string>& runs,
+                                                        const std::vector<std::string>& outputs);
+
+// A run folder as it resolves (absolute, links and "." taken away), so that
+// `run`, `./run` and a link to it are one run wherever runs are matched.
+std::string run_identity(const std::string& run_dir);
 
 std::string checkpoint_path(const std::string& run_dir);
 std::string config_path(const std::string& run_dir);

@@ -160,12 +160,13 @@ std::string evaluate_task_run(const std::string& run_dir, const TaskEvalPlan& pl
     throw ConfigError(fmt::format("{} was trained on the corpus {}, not a task: evaluate it with --lengths alone",
                                   run_dir, c.corpus));
   const std::vector<TaskSet> sets = task_sets(c, plan, "--");
+  const auto locks = lock_runs_written({run_dir}, {csv});
   OutputFiles files("eval");
   files.input(config_path(run_dir));
   files.input(checkpoint_path(run_dir));
   files.output(csv, "--out");
   files.output(csv + ".json", "the sidecar (--out FILE.json)");
-  TrainedRun run = load_trained_run(run_dir, plan.lengths);
+  TrainedRun run = load_trained_run(run_dir, plan.lengths, backend);
   const std::unique_ptr<nn::ModelBackend> model = trained_run_backend(run, backend);
   std::string rows;
   nlohmann::json per_set = nlohmann::json::array();

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -66,14 +68,46 @@ namespace {
 constexpr const char* kLogHeader = "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n";
 constexpr const char* kTaskLogHeader = "step,loss,read_error,lr,grad_norm,tokens_per_s,elapsed_s\n";
 
-// The rows of an earlier train.csv up to `step` (they end with '\n').
-std::string log_rows_up_to(const std::string& path, int step) {
-  std::ifstream f(path);
-  std::string line, rows;
-  std::getline(f, line);  // header
-  while (std::getline(f, line))
-    if (!line.empty() && std::stoi(line.substr(0, line.find(','))) <= step) rows += line + "\n";
-  return rows;
+// The rows of an earlier train.csv up to `step` (they end with '\n'), and
+// the elapsed seconds of the last of them. A log that is not the one this
+// run writes (another header, a row cut or with a cell that is no number,
+// a file that ends inside a row, steps that do not increase) is refused: resuming over it would drop or
+// keep rows silently. A missing log starts again at `step`.
+std::pair<std::string, double> log_rows_up_to(const std::string& dir, const std::string& header, int step) {
+  const std::string path = train_log_path(dir);
+  if (!fs::exists(path)) return {"", 0};
+  const std::string text = read_text_file(path);
+  auto damaged = [&](const std::string& why) {
+    return RunDirError(fmt::format("--resume: the log {} is damaged ({}); its checkpoint is whole: restore the log, "
+                                   "or move it aside to resume with a log that starts at step {}",
+                                   path, why, step));
+  };
+  if (!text.starts_with(header)) throw damaged("its header is not " + header.substr(0, header.size() - 1));
+  // Every row is written whole, line break included: a file that ends
+  // without one was cut.
+  if (!text.ends_with('\n')) throw damaged("it ends inside a row: the file was cut");
+  CsvTable log;
+  try {
+    log = parse_csv(text, path);
+  } catch (const CsvError& e) {
+    throw damaged(e.what());
+  }
+  std::string rows;
+  double elapsed = 0;
+  long long last = 0;
+  for (std::size_t i = 0; i < log.rows.size(); ++i) {
+    const auto& row = log.rows[i];
+    const auto at = parse_integer(row[0]);
+    for (std::size_t c = 1; c < row.size(); ++c)
+      if (!parse_finite(row[c])) throw damaged(fmt::format("row {}: '{}' is not a number", i + 1, row[c]));
+    if (!at || *at <= last) throw damaged(fmt::format("row {}: its step '{}' does not follow {}", i + 1, row[0], last));
+    last = *at;
+    if (*at > step) continue;  // logged past the checkpoint, which was not written
+    for (std::size_t c = 0; c < row.size(); ++c) rows += (c ? "," : "") + row[c];
+    rows += "\n";
+    elapsed = *parse_finite(row.back());
+  }
+  return {rows, elapsed};
 }
 
 std::string format_duration(double s) {
@@ -138,7 +172,10 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
   const auto start_time = std::chrono::steady_clock::now();
   const std::string& dir = opt.run_dir;
   // Everything that can refuse the run is checked before anything is written.
+  if (dir.empty()) throw ConfigError("--out: an empty path; name the run directory");
   if (fs::exists(dir) && !fs::is_directory(dir)) throw RunDirError(fmt::format("--out {} is a file, not a directory", dir));
+  // One process at a time in the folder, whichever front end asks.
+  const auto lock = lock_run(dir, "--out");
   const bool occupied = fs::exists(dir) && !holds_only_a_lock(dir);  // the caller may hold its lock (io/run_lock.h)
   if (occupied && !opt.resume)
     throw RunDirError(
@@ -171,28 +208,25 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
 
   // The model and its optimiser, on the CPU or the device the caller chose
   // (built before anything is written: a device that refuses leaves no trace).
-  if (!opt.backend)
-    require_memory(training_bytes(c.model, local_B, T),
-                   fmt::format("training (a batch of {} x {} bytes)", local_B, T));
+  require_memory(training_bytes(c.model, local_B, T), fmt::format("training (a batch of {} x {} bytes)", local_B, T),
+                 opt.backend);
   const nn::BackendFactory make_model = opt.backend ? opt.backend : nn::cpu_backend_factory();
   const std::unique_ptr<nn::ModelBackend> model = make_model(c.model, c.train.seed);
-  // Every rank has read the run directory before the root writes to it.
-  dist::barrier();
-  if (root) {
-    fs::create_directories(dir);
-    write_file_atomic(config_path(dir), to_toml(c));
-  }
+  const char* log_header = c.is_task() ? kTaskLogHeader : kLogHeader;
   TrainSummary summary;
   std::string log_rows;
   double elapsed_before = 0;
+  if (have_checkpoint) std::tie(log_rows, elapsed_before) = log_rows_up_to(dir, log_header, ck.step);
+  // Every rank has read the run directory before the root writes to it.
+  dist::barrier();
   if (have_checkpoint) {
     model->set_params(ck.params);
     model->set_optimizer(ck.opt);
     summary.start_step = ck.step;
-    log_rows = log_rows_up_to(train_log_path(dir), ck.step);
-    const auto last = log_rows.rfind(',', log_rows.size() - 2);
-    if (!log_rows.empty() && last != std::string::npos) elapsed_before = std::stod(log_rows.substr(last + 1));
   }
+  // config.toml is written with the first checkpoint, beside it: a run that
+  // stops (or fails: out of memory) before then leaves its folder as it was.
+  bool config_written = false;
   const bool progress = opt.progress && root;
   const bool tty = progress && isatty(2);
   std::vector<int> tokens(std::size_t(local_B) * T), targets(tokens.size());
@@ -251,8 +285,10 @@ TrainSummary train_run(const RunConfig& c, const TrainOptions& opt) {
                  tty && done != c.train.steps ? "   " : "\n");
     }
     if (root && (done % c.train.checkpoint_every == 0 || done == c.train.steps)) {
+      if (!config_written) write_file_atomic(config_path(dir), to_toml(c));
+      config_written = true;
       // The log first: rows past the checkpoint are dropped on resume.
-      write_file_atomic(train_log_path(dir), (c.is_task() ? kTaskLogHeader : kLogHeader) + log_rows);
+      write_file_atomic(train_log_path(dir), log_header + log_rows);
       save_checkpoint(checkpoint_path(dir), c, done, model->params(), model->optimizer());
     }
     if (opt.on_step) opt.on_step(done, c.train.steps, last_loss);

@@ -152,13 +152,17 @@ def _flags(kwargs):
     return [(k.replace("_", "-"), _flag_text(k, v, k in lists)) for k, v in kwargs.items()]
 
 
-def _int_arg(key, v, lo=None):
-    """An integer argument (numpy's too), or a TypeError naming the keyword."""
+def _int_arg(key, v, lo=None, hi=2**63 - 1):
+    """An integer argument (numpy's too), or a TypeError naming the keyword. Beyond 64 bits (hi: int64's largest
+    unless a seed's uint64) it is refused here in one line, as the library would refuse it, rather than by the
+    conversion to C++; the library checks the range each argument takes."""
     if isinstance(v, bool) or not isinstance(v, _numbers.Integral):
         raise TypeError(f"{key}={v!r}: an integer, not {type(v).__name__}")
     v = int(v)
     if lo is not None and v < lo:
         raise ValueError(f"{key}={v}: at least {lo}")
+    if v < -2**63 or v > hi:
+        raise ValueError(f"{key}={v}: not accepted; at most {hi}")
     return v
 
 
@@ -254,7 +258,7 @@ class StepLaw:
         """P_n = M_n ... M_1 at each walk length n of `lengths` (ascending), for `samples` walks: an array
         (samples, len(lengths), d, d). Walk i reads Philox stream i of `seed` (a simulation's point 0), so the
         numbers do not depend on `threads` (0: all cores)."""
-        args = (_int_list("lengths", lengths), _int_arg("samples", samples), _int_arg("seed", seed, 0),
+        args = (_int_list("lengths", lengths), _int_arg("samples", samples), _int_arg("seed", seed, 0, 2**64 - 1),
                 _int_arg("threads", threads))
         with _PythonWords({"lengths": lengths, "samples": samples, "threads": threads}):
             return self._law.products(*args)
@@ -262,7 +266,7 @@ class StepLaw:
     def scores(self, n, samples, seed=1, q=None, k=None, threads=0):
         """Scores q^T P_t k for t = 1..n of `samples` walks (q = k = e_1 unless given): an array (samples, n);
         walk i reads stream i of `seed`."""
-        args = (_int_arg("n", n), _int_arg("samples", samples), _int_arg("seed", seed, 0),
+        args = (_int_arg("n", n), _int_arg("samples", samples), _int_arg("seed", seed, 0, 2**64 - 1),
                 None if q is None else _real_list("q", q), None if k is None else _real_list("k", k),
                 _int_arg("threads", threads))
         with _PythonWords({"n": n, "samples": samples, "threads": threads}):
@@ -413,8 +417,8 @@ class Run:
         forward pass (KeyboardInterrupt), and then no file is written."""
         out = _os.path.join(self.path, "passkey.csv") if out is None else _path_arg("out", out)
         args = (_lengths_text(lengths), _real_list("depths", depths), _int_arg("trials", trials),
-                _int_arg("seed", seed, 0), out, _int_arg("threads", threads), _callable_arg("progress", progress))
-        with _PythonWords({"lengths": lengths, "depths": depths, "trials": trials, "threads": threads}):
+                _int_arg("seed", seed, 0, 2**64 - 1), out, _int_arg("threads", threads), _callable_arg("progress", progress))
+        with _PythonWords({"lengths": lengths, "depths": depths, "trials": trials, "seed": seed, "threads": threads}):
             return _need_core()._passkey(self.path, *args)
 
     @property
