@@ -145,8 +145,8 @@ class RegisteredScheme : public ::testing::TestWithParam<std::string> {};
 // What each kind of angles means, computed here from its definition (the
 // comment at the top of nn/scheme.h), against the angle source the CPU
 // model, the GPU model's policy (nn::angle_rates) and the probe read.
-// Planted (tried): RoPE's theta as (t + 1) f_b, random half widths without
-// angle_scale, a learned sum that skips position 0: each fails.
+// Planted (tried, issue 55's scratch branch): RoPE with position
+// interpolation whose rates leave out s fails here (and the probe's test).
 TEST_P(RegisteredScheme, angles_mean_what_the_scheme_says) {
   const nn::ModelConfig m = scheme_config(GetParam());
   const nn::SchemeInfo& s = *nn::find_scheme(m.scheme);
