@@ -43,6 +43,14 @@ inline std::string slurp(const fs::path& p) {
 
 inline void spit(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
+// The routelab binary the tests run: the one beside the running test binary
+// (/proc/self/exe's folder), so a copied or moved build folder tests its own
+// binary rather than the one of the build that compiled it.
+inline const std::string& routelab_binary() {
+  static const std::string path = (fs::read_symlink("/proc/self/exe").parent_path() / "routelab").string();
+  return path;
+}
+
 struct CliResult {
   int status;
   std::string out, err;
@@ -51,7 +59,7 @@ struct CliResult {
 // Runs `routelab ARGS` (ARGS as a shell would split them) in `cwd`.
 inline CliResult run_routelab(const std::string& args, const fs::path& scratch, const fs::path& cwd = ".") {
   const fs::path out = scratch / ".stdout", err = scratch / ".stderr";
-  const std::string cmd = "cd '" + cwd.string() + "' && " + std::string(ROUTELAB_BINARY) + " " + args + " > '" +
+  const std::string cmd = "cd '" + cwd.string() + "' && " + routelab_binary() + " " + args + " > '" +
                           out.string() + "' 2> '" + err.string() + "'";
   const int raw = std::system(cmd.c_str());
   CliResult r{WEXITSTATUS(raw), slurp(out), slurp(err)};

@@ -31,6 +31,7 @@
 #include "groups/so2_phases.h"
 #include "groups/walk.h"
 #include "io/table.h"
+#include "law_cases.h"
 #include "sims/far_mass.h"
 #include "sims/runner.h"
 #include "sims/sim.h"
@@ -52,28 +53,11 @@ Params law_params(std::map<std::string, std::string> flags) {
   return p;
 }
 
-// Laws of every ported family, awkward sizes.
+// Every law of tests/law_cases.h (the CPU's step-law tests run the same).
 std::vector<Params> ported_laws() {
-  return {law_params({{"family", "so2"}, {"d", "6"}, {"a", "1"}, {"omega", "0.7"}}),
-          law_params({{"family", "nonnormal"}, {"d", "3"}}),
-          law_params({{"family", "skewexp"}, {"d", "6"}, {"a", "1"}}),
-          law_params({{"family", "fisher"}, {"d", "2"}, {"kappa", "1.5"}}),
-          law_params({{"family", "fisher"}, {"d", "3"}, {"kappa", "1"}}),
-          law_params({{"family", "lieball"}, {"d", "3"}, {"r", "3"}}),
-          law_params({{"family", "lieball"}, {"d", "4"}, {"density", "bump"}}),
-          law_params({{"family", "heat"}, {"d", "2"}}),
-          law_params({{"family", "heat"}, {"d", "3"}, {"tau", "0.3"}}),
-          law_params({{"family", "heat"}, {"d", "5"}, {"tau", "0.1"}, {"heat-h", "0.02"}}),
-          law_params({{"family", "dithered"}, {"d", "3"}, {"sign", "mixed"}, {"normals", "gaussian"}, {"aniso", "3"}}),
-          law_params({{"family", "dithered"}, {"d", "4"}, {"tau", "0.1"}, {"heat-h", "0.05"}}),
-          law_params({{"family", "so2"}, {"d", "8"}, {"rope-base", "100"}}),
-          law_params({{"family", "givens"}, {"d", "5"}, {"a", "1"}}),
-          law_params({{"family", "householder"}, {"d", "7"}}),
-          law_params({{"family", "householder"}, {"d", "6"}, {"normals", "coordinate"}}),
-          law_params({{"family", "householder"}, {"d", "5"}, {"normals", "gaussian"}, {"aniso", "3"}}),
-          law_params({{"family", "axis3"}, {"d", "6"}, {"theta", "2"}}),
-          law_params({{"family", "haar"}, {"d", "5"}, {"group", "o"}}),
-          law_params({{"family", "haar"}, {"d", "4"}, {"group", "so"}})};
+  std::vector<Params> out;
+  for (const auto& c : law_cases()) out.push_back(c.params);
+  return out;
 }
 
 // 10 for the laws with a matrix exponential in their draw, else 1: their

@@ -35,14 +35,15 @@ int checkpoint_step(const fs::path& run) {
 // Starts `routelab ARGS...` and SIGKILLs it `ms` milliseconds after its
 // checkpoint in `run` first shows a step past `after` (or when it ends).
 void run_and_kill(const std::vector<std::string>& args, const fs::path& run, int after, int ms) {
+  const std::string& bin = routelab_binary();
   const pid_t pid = fork();
   if (pid == 0) {
     std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(ROUTELAB_BINARY));
+    argv.push_back(const_cast<char*>(bin.c_str()));
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     freopen("/dev/null", "w", stderr);
-    execv(ROUTELAB_BINARY, argv.data());
+    execv(bin.c_str(), argv.data());
     _exit(127);
   }
   int status;
@@ -574,7 +575,7 @@ TEST(nn_cli, mpirun_two_ranks_reach_the_single_process_weights) {
   spit(tmp / "half.toml", std::regex_replace(tiny_config("random_qkv", 30, 10), std::regex("batch = 4"), "batch = 2"));
   const std::string mpirun = std::string("cd '") + tmp.path.string() +
                              "' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + ROUTELAB_MPIEXEC +
-                             " -np 2 --oversubscribe " + ROUTELAB_BINARY + " ";
+                             " -np 2 --oversubscribe " + routelab_binary() + " ";
   ASSERT_EQ(run_routelab("train --config c.toml --out one --threads 1 --quiet", tmp.path, tmp.path).status, 0);
   ASSERT_EQ(std::system((mpirun + "train --config c.toml --out two --threads 1 --quiet 2>err").c_str()), 0)
       << slurp(tmp / "err");

@@ -122,14 +122,15 @@ TEST(PathErrors, NotADirectory) {
 // permission check). Status 77 when that user cannot run the binary.
 CliResult run_routelab_unprivileged(const std::string& args, const fs::path& scratch, const fs::path& cwd) {
   const fs::path out = scratch / ".stdout", err = scratch / ".stderr";
+  const std::string& bin = routelab_binary();
   const pid_t pid = fork();
   if (pid == 0) {
     const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(77);
     if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(77);
-    if (chdir(cwd.c_str()) != 0 || access(ROUTELAB_BINARY, X_OK) != 0) _exit(77);
-    execl("/bin/sh", "sh", "-c", (std::string(ROUTELAB_BINARY) + " " + args).c_str(), nullptr);
+    if (chdir(cwd.c_str()) != 0 || access(bin.c_str(), X_OK) != 0) _exit(77);
+    execl("/bin/sh", "sh", "-c", (bin + " " + args).c_str(), nullptr);
     _exit(127);
   }
   int status = 0;
@@ -145,7 +146,7 @@ TEST(PathErrors, PermissionDenied) {
   make_earlier_files(tmp.path);
   // The folder and everything in it: readable by all, writable by root only.
   const CliResult probe = run_routelab_unprivileged("--version", tmp.path, tmp.path);
-  if (probe.status == 77) GTEST_SKIP() << "user 65534 cannot reach " << ROUTELAB_BINARY << " or this folder";
+  if (probe.status == 77) GTEST_SKIP() << "user 65534 cannot reach " << routelab_binary() << " or this folder";
   ASSERT_EQ(probe.status, 0) << probe.err;
   for (const auto& [args, flag] : writes_to("x", false)) {
     SCOPED_TRACE(args);

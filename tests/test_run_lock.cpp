@@ -27,15 +27,16 @@ using namespace routelab::testing;
 
 // `routelab ARGS...` started in `cwd` (output to /dev/null); its PID.
 pid_t start_routelab(const std::vector<std::string>& args, const fs::path& cwd) {
+  const std::string& bin = routelab_binary();
   const pid_t pid = fork();
   if (pid == 0) {
-    std::vector<char*> argv{const_cast<char*>(ROUTELAB_BINARY)};
+    std::vector<char*> argv{const_cast<char*>(bin.c_str())};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     if (chdir(cwd.c_str()) != 0) _exit(126);
     freopen("/dev/null", "w", stdout);
     freopen("/dev/null", "w", stderr);
-    execv(ROUTELAB_BINARY, argv.data());
+    execv(bin.c_str(), argv.data());
     _exit(127);
   }
   return pid;

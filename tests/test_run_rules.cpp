@@ -194,7 +194,7 @@ TEST(RunRules, ClaimsRefuseIncompleteSeedsAndCsvsWithNothingToJudge) {
 TEST(RunRules, WhatIsNoBadInputExitsThree) {
   TempDir tmp;
   spit(tmp / "e.toml", kExperimentHead + "seeds = [1]\n" + tiny_config("nope", 4, 2));
-  const std::string cmd = "cd '" + tmp.path.string() + "' && PY=/bin/false '" + ROUTELAB_BINARY +
+  const std::string cmd = "cd '" + tmp.path.string() + "' && PY=/bin/false '" + routelab_binary() +
                           "' experiment e.toml --quiet > out.txt 2> err.txt";
   const int raw = std::system(cmd.c_str());
   EXPECT_EQ(WEXITSTATUS(raw), 3);
@@ -203,7 +203,7 @@ TEST(RunRules, WhatIsNoBadInputExitsThree) {
   EXPECT_TRUE(err.starts_with("routelab: error: experiment: the CSVs are written, but the plot failed")) << err;
   // Out of memory where no preflight foresaw it (a walk of 4096 x 4096
   // products under ulimit -v): 3, one line, no output file.
-  const std::string oom = "cd '" + tmp.path.string() + "' && ulimit -v 1000000 && '" + ROUTELAB_BINARY +
+  const std::string oom = "cd '" + tmp.path.string() + "' && ulimit -v 1000000 && '" + routelab_binary() +
                           "' sim spectral-gap --family householder --d 4096 --samples 100 --threads 1 --out g.csv "
                           "> out.txt 2> err.txt";
   const int oom_raw = std::system(oom.c_str());
@@ -224,7 +224,7 @@ TEST(RunRules, TheMemoryPreflightRespectsUlimit) {
   big.replace(big.find("d_model = 16"), 12, "d_model = 256");
   big.replace(big.find("batch = 4"), 9, "batch = 16");
   spit(tmp / "big.toml", big);
-  const std::string cmd = "cd '" + tmp.path.string() + "' && ulimit -v 1500000 && '" + ROUTELAB_BINARY +
+  const std::string cmd = "cd '" + tmp.path.string() + "' && ulimit -v 1500000 && '" + routelab_binary() +
                           "' train --config big.toml --out run > out.txt 2> err.txt";
   const int raw = std::system(cmd.c_str());
   const std::string err = slurp(tmp / "err.txt");

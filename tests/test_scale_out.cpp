@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_helpers.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -34,7 +36,7 @@ int sh(const std::string& cmd) {
   return WEXITSTATUS(raw);
 }
 
-const std::string kBin = ROUTELAB_BINARY;
+const std::string kBin = routelab::testing::routelab_binary();
 const std::string kSweep = "sim spectral-gap --family householder,givens,so2 --d 4,6 --samples 4000";
 
 TEST(ScaleOut, ShardsMergeToTheSingleProcessBytes) {

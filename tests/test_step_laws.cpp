@@ -6,6 +6,7 @@
 
 #include "groups/family.h"
 #include "groups/so2.h"
+#include "law_cases.h"
 #include "planted_law.h"
 #include "step_law_checks.h"
 
@@ -14,38 +15,8 @@ using routelab::testing::params_for;
 
 namespace {
 
-struct LawCase {
-  std::string name;
-  Params params;
-};
-
-std::vector<LawCase> law_cases() {
-  return {
-      {"so2", params_for("so2", {{"d", "6"}, {"a", "1"}})},
-      {"so2_rope", params_for("so2", {{"d", "8"}, {"rope-base", "10000"}, {"omega", "0.3"}})},
-      {"givens", params_for("givens", {{"d", "5"}})},
-      {"householder", params_for("householder", {{"d", "7"}})},
-      {"householder_coordinate", params_for("householder", {{"d", "4"}, {"normals", "coordinate"}})},
-      {"householder_gaussian", params_for("householder", {{"d", "5"}, {"normals", "gaussian"}})},
-      {"axis3", params_for("axis3", {{"d", "6"}})},
-      {"skewexp", params_for("skewexp", {{"d", "6"}})},
-      {"heat2", params_for("heat", {{"d", "2"}})},
-      {"heat3", params_for("heat", {{"d", "3"}})},
-      {"heat5", params_for("heat", {{"d", "5"}, {"tau", "0.1"}, {"heat-h", "0.02"}})},
-      {"fisher2", params_for("fisher", {{"d", "2"}})},
-      {"fisher3", params_for("fisher", {{"d", "3"}})},
-      {"lieball3", params_for("lieball", {{"d", "3"}})},
-      {"lieball4_bump", params_for("lieball", {{"d", "4"}, {"density", "bump"}})},
-      {"lieball8_pi", params_for("lieball", {{"d", "8"}, {"r", "3.141592653589793"}})},
-      {"haar_o", params_for("haar", {{"d", "6"}, {"group", "o"}})},
-      {"haar_so", params_for("haar", {{"d", "6"}, {"group", "so"}})},
-      {"dithered_minus", params_for("dithered", {{"d", "4"}, {"tau", "0.2"}})},
-      {"dithered_mixed", params_for("dithered", {{"d", "4"}, {"sign", "mixed"}})},
-      {"nonnormal", params_for("nonnormal", {{"d", "3"}})},
-  };
-}
-
-void PrintTo(const LawCase& c, std::ostream* os) { *os << c.name; }
+using routelab::testing::LawCase;
+using routelab::testing::law_cases;
 
 // The registry is the only list of families: a new one must carry its paper
 // label and a d at which `routelab families` can build it, and must be among

@@ -61,10 +61,7 @@ Model::Model(const nn::ModelConfig& config, uint64_t seed, MatmulMath math)
   }
   grads = DeviceBuffer<float>(params.size());
   grads.zero();
-  std::vector<double> f = nn::angle_frequencies(config);
-  if (scheme_.angles == nn::AngleKind::random)
-    for (double& x : f) x *= config.angle_scale;  // as make_angle_source's half widths
-  freq_ = DeviceBuffer<double>(f);
+  freq_ = DeviceBuffer<double>(nn::angle_rates(config));
   if (scheme_.alibi) slopes_ = DeviceBuffer<double>(nn::alibi_slopes(config.heads));
   CUBLAS_CHECK(cublasCreate(&cublas_));
 }

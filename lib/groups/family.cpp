@@ -74,7 +74,7 @@ const std::vector<FlagSpec>& family_flags() {
       {"omega", "0", "deterministic drift added to every so2 angle increment"},
       {"rope-base", "", "so2: per-block half-widths a_b = base^(-2b/d) instead of --a"},
       {"normals", "sphere", "householder/dithered normals: sphere, coordinate or gaussian"},
-      {"aniso", "4", "gaussian normals: standard deviations spread geometrically over [1, K]"},
+      {"aniso", "4", "householder/dithered gaussian normals: standard deviations spread geometrically over [1, K]"},
       {"theta", "1.5707963267948966", "axis3: fixed rotation angle in (0, pi)"},
       {"lambdas", "0.3,1,2.5", "skewexp: eigenvalue magnitudes of A (d = 2 x count); sweep sets with ';'"},
       {"tau", "0.5", "heat/dithered: Brownian time (generator Laplacian/2, metric tr(X^T Y)/2)"},

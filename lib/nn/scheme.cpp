@@ -46,21 +46,69 @@ std::string scheme_names() {
   return out;
 }
 
+namespace {
+
+// Whether a kind of angles reads one of the angle keys (angle_scale,
+// rope_base, learned_init, learned_shared, learned_sigma).
+bool angles_read(const ModelConfig& m, AngleKind k, const std::string& key) {
+  switch (k) {
+    case AngleKind::none:
+      return false;
+    case AngleKind::rope:
+      return key == "rope_base";
+    case AngleKind::random:
+      return key == "angle_scale" || key == "rope_base";
+    case AngleKind::learned:
+      if (key == "learned_init" || key == "learned_shared") return true;
+      // The uniform and rope starts scale f_b; the normal one has its own spread.
+      return m.learned_init == "normal" ? key == "learned_sigma" : key == "angle_scale" || key == "rope_base";
+    case AngleKind::projected:
+      return key == "learned_sigma";
+  }
+  return false;
+}
+
+}  // namespace
+
 bool scheme_reads(const ModelConfig& m, const std::string& key) {
   const SchemeInfo* s = find_scheme(m.scheme);
   if (!s) return false;
-  const bool learned = s->angles == AngleKind::learned;
-  const bool table_from_f = learned && m.learned_init != "normal";  // uniform and rope starts scale f_b
-  if (key == "angle_scale") return s->angles == AngleKind::random || table_from_f;
-  if (key == "rope_base") return s->angles == AngleKind::rope || s->angles == AngleKind::random || table_from_f;
-  if (key == "learned_init" || key == "learned_shared") return learned;
-  if (key == "learned_sigma") return (learned && m.learned_init == "normal") || s->angles == AngleKind::projected;
+  for (const char* angle_key : {"angle_scale", "rope_base", "learned_init", "learned_shared", "learned_sigma"})
+    if (key == angle_key) return angles_read(m, s->angles, key);
   if (key == "householder_beta") return s->householder;
   return true;
 }
 
+const char* angle_kind_name(AngleKind k) {
+  switch (k) {
+    case AngleKind::none: return "none";
+    case AngleKind::rope: return "rope";
+    case AngleKind::random: return "random";
+    case AngleKind::learned: return "learned";
+    case AngleKind::projected: return "projected";
+  }
+  return "?";
+}
+
 std::vector<double> angle_frequencies(const ModelConfig& m) {
   return rope_frequencies(m.head_dim(), m.rope_base);
+}
+
+std::vector<double> angle_rates(const ModelConfig& m) {
+  const SchemeInfo* s = find_scheme(m.scheme);
+  if (!s) throw std::invalid_argument("unknown scheme " + m.scheme);
+  std::vector<double> f = angle_frequencies(m);
+  switch (s->angles) {
+    case AngleKind::random:
+      for (double& x : f) x *= m.angle_scale;
+      return f;
+    case AngleKind::none:
+    case AngleKind::rope:
+    case AngleKind::learned:
+    case AngleKind::projected:
+      return f;
+  }
+  return f;
 }
 
 std::vector<double> alibi_slopes(int heads) {
@@ -219,16 +267,14 @@ template <class R>
 std::unique_ptr<AngleSource<R>> make_angle_source(const ModelConfig& m, uint64_t seed) {
   const SchemeInfo* s = find_scheme(m.scheme);
   if (!s) throw std::invalid_argument("unknown scheme " + m.scheme);
-  std::vector<double> f = angle_frequencies(m);
+  std::vector<double> f = angle_rates(m);
   switch (s->angles) {
     case AngleKind::none:
       return nullptr;
     case AngleKind::rope:
       return std::make_unique<RopeAngles<R>>(f);
-    case AngleKind::random: {
-      for (double& x : f) x *= m.angle_scale;
+    case AngleKind::random:
       return std::make_unique<RandomAngles<R>>(f, seed);
-    }
     case AngleKind::learned:
       return std::make_unique<LearnedAngles<R>>(f, m);
     case AngleKind::projected:

@@ -98,8 +98,15 @@ std::string scheme_names();                              // "nope, rope, ..."
 // Householder schemes. The sizes (d_model, heads, ...) are read by every model.
 bool scheme_reads(const ModelConfig& m, const std::string& key);
 
+// The angle kind's name as routelab.torch's Scheme spells it ("none", "rope", ...).
+const char* angle_kind_name(AngleKind k);
+
 // The angle frequencies f_b, b < d_head / 2.
 std::vector<double> angle_frequencies(const ModelConfig& m);
+// The per-block rates a scheme's angle source reads, the same on the CPU
+// (make_angle_source) and the GPU (cuda::Model): f_b for RoPE and the learned
+// and projected kinds, the half widths s f_b (s = angle_scale) for random ones.
+std::vector<double> angle_rates(const ModelConfig& m);
 // ALiBi's head slopes (Press et al.): a geometric sequence from 2^(-8/H) for a
 // power-of-two H, interleaved from the next power of two otherwise.
 std::vector<double> alibi_slopes(int heads);

@@ -160,9 +160,13 @@ std::optional<double> law_beta(const nn::ModelConfig& m, double f_b) {
     case nn::AngleKind::random:
       // Example 1: E e^{i psi} = sin(a)/a for psi ~ U(-a, a), a = s f_b.
       return std::abs(theory::so2_uniform_harmonic(m.angle_scale * f_b));
-    default:
+    case nn::AngleKind::learned:
+    case nn::AngleKind::projected:
+      return std::nullopt;  // trained: the law is the table's or the stream's, not a closed form
+    case nn::AngleKind::none:
       return std::nullopt;
   }
+  return std::nullopt;
 }
 
 std::optional<long long> law_window(const nn::ModelConfig& m, double eps) {
