@@ -171,13 +171,8 @@ std::vector<SubjectMargins> learned_near_through_16x(const SettingReadings& s) {
 // should degrade less: the rise from 1x of _qk minus that of _qkv, judged
 // at 16x and at 64x (the seeds' spread grows with length).
 std::vector<SubjectMargins> qkv_rises_less(const SettingReadings& s) {
-  const std::pair<const char*, const char*> families[] = {{"rope", "rope_qkv"},
-                                                          {"random_qk", "random_qkv"},
-                                                          {"learned_qk", "learned_qkv"},
-                                                          {"projected_qk", "projected_qkv"},
-                                                          {"householder_qk", "householder_qkv"}};
   std::vector<SubjectMargins> out;
-  for (const auto& [qk, qkv] : families) {
+  for (const auto& [qk, qkv] : kQkQkvPairs) {
     std::string family = qkv;
     family = family.substr(0, family.size() - 4);  // rope, random, learned, ...
     for (const int64_t length : {kNearThrough, kLongest}) {

@@ -19,6 +19,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace routelab::claims {
@@ -100,6 +101,12 @@ inline constexpr double kNearBits = 0.1;
 // "extreme"). Degrading at extreme lengths is rising past 16x.
 inline constexpr int64_t kNearThrough = 16;
 inline constexpr int64_t kLongest = 64;
+// The schemes that differ only in rotating V too, as (_qk, _qkv): the pairs
+// both claims tables' qkv_rises_less compare (a suite without a pair's runs
+// has no row for it).
+inline constexpr std::pair<const char*, const char*> kQkQkvPairs[] = {
+    {"rope", "rope_qkv"},          {"random_qk", "random_qkv"},           {"learned_qk", "learned_qkv"},
+    {"projected_qk", "projected_qkv"}, {"householder_qk", "householder_qkv"}, {"path_qk", "path_qkv"}};
 // The power statement: the seeds a two-sided t test at 5% needs to reach
 // 80% power if the mean margin and its s.d. are what the seeds measured.
 inline constexpr double kPower = 0.8;

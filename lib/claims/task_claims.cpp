@@ -118,14 +118,8 @@ std::vector<SubjectMargins> accumulated_beats_rope(const TaskReadings& s) {
 }
 
 std::vector<SubjectMargins> qkv_rises_less(const TaskReadings& s) {
-  const std::pair<const char*, const char*> families[] = {{"rope", "rope_qkv"},
-                                                          {"random_qk", "random_qkv"},
-                                                          {"learned_qk", "learned_qkv"},
-                                                          {"projected_qk", "projected_qkv"},
-                                                          {"householder_qk", "householder_qkv"},
-                                                          {"path_qk", "path_qkv"}};
   std::vector<SubjectMargins> out;
-  for (const auto& [qk, qkv] : families) {
+  for (const auto& [qk, qkv] : kQkQkvPairs) {
     const std::string family = std::string(qkv).substr(0, std::string(qkv).size() - 4);
     SubjectMargins m{family, {}};
     for (uint64_t seed : seeds_of(s, qkv)) {
