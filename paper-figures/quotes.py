@@ -824,6 +824,26 @@ def task_curve(d, path, scheme, step, *filters):
     return percent(mean([float(r["read_error"]) for r in rows]))
 
 
+@family("task-window")
+def task_window(d, path, scheme, *filters):
+    """A scheme's probed mixing window in bytes, from a task suite's probe angles CSV: each run's lower median
+    over layers of the layer's median window (as `routelab claims --windows` reads it), the span over seeds,
+    "never" where the angles do not mix: `task-window|tasks-cpu/latest-value-probe-angles.csv|householder_qk`."""
+    layers = {}
+    for r in task_filters([r for r in d.csv("paper-figures/" + path) if r["scheme"] == scheme], filters):
+        m = r["layer_window_median"]
+        layers.setdefault(r["run"], {})[r["layer"]] = math.inf if m == "inf" else int(m)
+    if not layers:
+        fail(f"task-window: no probed run of {scheme} in {path} ({' '.join(filters) or 'no filters'})")
+    runs = [sorted(w.values())[(len(w) - 1) // 2] for w in layers.values()]
+    if any(math.isinf(w) for w in runs):
+        if not all(math.isinf(w) for w in runs):
+            fail(f"task-window: some runs of {scheme} mix and some never do; quote them apart with filters")
+        return "never"
+    lo, hi = min(runs), max(runs)
+    return f"{lo} bytes" if lo == hi else f"{lo}-{hi} bytes"
+
+
 # ---------------------------------------------------------------------------
 # Tables: TABLES[name](data) is the markdown between `<!-- claims:begin name -->` and its end.
 
