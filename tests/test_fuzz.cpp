@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "claims/claims.h"
+#include "claims/task_claims.h"
 #include "cli_helpers.h"
 #include "io/csv_read.h"
 #include "data/brown.h"
@@ -30,6 +31,7 @@
 #include "runs/experiment.h"
 #include "runs/export.h"
 #include "runs/run_dir.h"
+#include "runs/task_eval.h"
 #include "runs/train.h"
 #include "rng/stream.h"
 #include "sims/runner.h"
@@ -225,6 +227,49 @@ TEST(Fuzz, ClaimsInputs) {
               const auto results = claims::evaluate_claims(settings);
               static_cast<void>(claims::claims_csv(results) + claims::claims_markdown(results));
             }, 11), 0);
+}
+
+// The task claims' inputs (issue 51): a task CSV, its sidecar, a probe's
+// angles and its sidecar, with a learned and a chance-level run so every rule
+// reads rows.
+TEST(Fuzz, TaskClaimsInputs) {
+  TempDir tmp;
+  std::string csv = routelab::runs::task_csv_header();
+  for (const char* scheme : {"rope", "rope_qkv", "fox"})
+    for (int seed = 1; seed <= 2; ++seed) {
+      const std::string head = std::string(scheme) + "," + std::to_string(seed) + ",64,flipflop,";
+      for (int r : {1, 2, 4})
+        csv += head + "length,0.8," + std::to_string(64 * r) + ",,4,200," + std::to_string(10 * r) + ",0.1,0,1,\n";
+      csv += head + "length,0.98,64,,4,200,90,0.45,0,1,\n";
+      for (int d : {2, 4, 8, 16, 32})
+        csv += head + "distance,0.8,64," + std::to_string(d) + ",40,40," + std::to_string(d > 8 ? 20 : 0) +
+               ",0.5,0,1,\n";
+    }
+  const auto config = [](const char* scheme, int seed) {
+    return std::string(R"({"model": {"d_model": 32, "context": 64, "scheme": ")") + scheme +
+           R"("}, "train": {"seed": )" + std::to_string(seed) +
+           R"(, "steps": 10}, "data": {"task": "flipflop", "flipflop_p": 0.8}})";
+  };
+  const std::string side = R"({"config": )" + config("rope", 1) + "}";
+  const std::string probe_side = R"({"command": "probe", "runs": [{"run": "a", "config": )" + config("rope_qkv", 1) +
+                                 R"(}, {"run": "b", "config": )" + config("rope", 2) + "}]}";
+  const std::string angles = "run,layer,block,layer_window_median\na,0,0,12\na,0,1,12\nb,0,0,inf\n";
+  const std::string sep = "\x1f";
+  EXPECT_GT(fuzz("task-claims", csv + sep + side + sep + angles + sep + probe_side, [&](const std::string& text) {
+              std::vector<std::string> parts;
+              std::size_t at = 0;
+              for (std::size_t next; parts.size() < 3 && (next = text.find(sep, at)) != std::string::npos; at = next + 1)
+                parts.push_back(text.substr(at, next - at));
+              parts.push_back(text.substr(std::min(at, text.size())));
+              parts.resize(4);
+              spit(tmp / "t.csv", parts[0]);
+              spit(tmp / "t.csv.json", parts[1]);
+              spit(tmp / "p-angles.csv", parts[2]);
+              spit(tmp / "p.csv.json", parts[3]);
+              const auto settings = claims::read_task_settings((tmp / "t.csv").string(), {(tmp / "p.csv").string()});
+              const auto results = claims::evaluate_task_claims(settings);
+              static_cast<void>(claims::claims_csv(results) + claims::task_claims_markdown(results));
+            }, 12), 0);
 }
 
 TEST(Fuzz, SimFlags) {

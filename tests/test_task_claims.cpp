@@ -137,4 +137,43 @@ TEST(task_claims, a_task_experiment_csv_reads_back_by_setting) {
   EXPECT_THROW(read_task_settings(csv), claims::ClaimsError);
 }
 
+// What the text claims refuse (issue 52), the task claims refuse too: a
+// header alone, cells no run writes (a training length of 0 divided by zero
+// before), more errors than reads, a seed missing a length its scheme's other
+// seeds have, and CSVs from which no rule can judge anything.
+TEST(task_claims, a_csv_that_cannot_be_judged_whole_is_refused_naming_why) {
+  TempDir tmp;
+  runs::RunConfig base;
+  base.task.name = "flipflop";
+  base.model.context = 32;
+  const std::string csv = (tmp / "ff.csv").string();
+  spit(csv + ".json", nlohmann::json{{"config", runs::to_json(base)}}.dump());
+  const std::string header = runs::task_csv_header();
+  std::string whole;
+  for (int seed : {1, 2})
+    for (int64_t L : {32, 512})
+      whole += fmt::format("rope,{},32,flipflop,length,0.8,{},,10,100,{},0,0,0,0\n", seed, L, L / 32);
+  const auto refusal = [&](const std::string& rows) -> std::string {
+    spit(csv, header + rows);
+    try {
+      evaluate_task_claims(read_task_settings(csv));
+    } catch (const claims::ClaimsError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(refusal(whole), "");  // rope's rise: task_rotation_rises reads it
+  EXPECT_NE(refusal("").find("a header and no rows"), std::string::npos);
+  std::string zero = whole;
+  zero.replace(zero.find(",32,flipflop"), 4, ",0,");
+  EXPECT_NE(refusal(zero).find("train_len cell '0'"), std::string::npos);
+  std::string more = whole;
+  more.replace(more.find(",100,1,"), 7, ",100,101,");
+  EXPECT_NE(refusal(more).find("101 errors in 100 reads"), std::string::npos);
+  const std::string cut = whole.substr(0, whole.rfind("rope,2,"));  // seed 2 lacks 16x
+  EXPECT_NE(refusal(cut).find("rope seed 2 (flipflop) has no row at length ratio 16"), std::string::npos);
+  EXPECT_NE(refusal("nope,1,32,flipflop,length,0.8,32,,10,100,50,0,0,0,0\n").find("no task claim can be judged"),
+            std::string::npos);
+}
+
 }  // namespace

@@ -463,19 +463,30 @@ std::optional<T> field(const nlohmann::json& object, const char* key) {
 
 constexpr const char* kProbeInputs = "--windows takes probe CSVs, each with FILE.json and FILE-angles.csv";
 
-// One run of a probe's sidecar.
-struct ProbedRun {
-  std::string dir;
-  runs::RunConfig config;
-};
-
 // Each probed run's window into its setting.
 void read_windows(std::vector<SettingReadings>& settings, const std::string& probe_csv, const Config& reference) {
+  for (const ProbedWindow& run : read_probe_windows(probe_csv)) {
+    const std::string& scheme = run.config.model.scheme;
+    const uint64_t seed = run.config.train.seed;
+    const RunWindow rw{run.config.model.context, run.window};
+    SettingReadings& s = setting_named(settings, setting_label(run.config, reference));
+    if (const auto have = s.windows[scheme].find(seed);
+        have != s.windows[scheme].end() &&
+        (have->second.window != rw.window || have->second.train_len != rw.train_len))
+      throw ClaimsError(fmt::format("claims: {} seed {} ({}) has window {} in an earlier probe CSV and {} in {}",
+                                    scheme, seed, s.setting, have->second.window, rw.window, probe_csv));
+    s.windows[scheme][seed] = rw;
+  }
+}
+
+}  // namespace
+
+std::vector<ProbedWindow> read_probe_windows(const std::string& probe_csv) {
   const auto side = nlohmann::json::parse(slurp_or_refuse(probe_csv + ".json", "its sidecar", kProbeInputs), nullptr, false);
   if (side.is_discarded() || field<std::string>(side, "command") != "probe" || !side.contains("runs") ||
       !side["runs"].is_array())
     throw ClaimsError(fmt::format("claims: {}.json is not a probe's sidecar (`routelab probe --csv`)", probe_csv));
-  std::vector<ProbedRun> probed;
+  std::vector<ProbedWindow> probed;
   for (const auto& run : side["runs"]) {
     const auto dir = field<std::string>(run, "run");
     const nlohmann::json config = run.is_object() && run.contains("config") ? run["config"] : nlohmann::json();
@@ -487,7 +498,7 @@ void read_windows(std::vector<SettingReadings>& settings, const std::string& pro
       throw ClaimsError(fmt::format("claims: {}.json: every run needs its directory (run) and a config with "
                                     "[model] scheme and context and [train] seed",
                                     probe_csv));
-    probed.push_back({*dir, run_config(config, probe_csv)});
+    probed.push_back({*dir, run_config(config, probe_csv), -1});
   }
   const std::string angles_path = runs::probe_angles_path(probe_csv);
   const CsvTable t = parse_csv(slurp_or_refuse(angles_path, "the probe's angles CSV", kProbeInputs), angles_path);
@@ -502,7 +513,7 @@ void read_windows(std::vector<SettingReadings>& settings, const std::string& pro
   const auto row_key = [&](const std::vector<std::string>& row) {
     return c_run >= 0 ? row[c_run] : row[c_scheme] + " seed " + row[c_seed];
   };
-  const auto run_key = [&](const ProbedRun& r) {
+  const auto run_key = [&](const ProbedWindow& r) {
     return c_run >= 0 ? r.dir : r.config.model.scheme + " seed " + std::to_string(r.config.train.seed);
   };
   std::map<std::string, int> runs_per_key;
@@ -520,23 +531,24 @@ void read_windows(std::vector<SettingReadings>& settings, const std::string& pro
                                     angles_path, i + 1));
     layer_windows[row_key(row)][*layer] = *w;
   }
-  for (const auto& run : probed) {
+  // Rows of a run the sidecar does not name: the two files are not one probe's.
+  for (const auto& [key, _] : layer_windows)
+    if (runs_per_key.find(key) == runs_per_key.end())
+      throw ClaimsError(fmt::format("claims: {} has rows of {}, which {}.json does not probe; are they one probe's files?",
+                                    angles_path, key, probe_csv));
+  std::vector<ProbedWindow> out;
+  for (auto& run : probed) {
     const auto layers = layer_windows.find(run_key(run));
     if (layers == layer_windows.end()) continue;  // a scheme with neither angles nor reflections
     std::vector<long long> w;
     for (const auto& [_, x] : layers->second) w.push_back(x);
-    const std::string& scheme = run.config.model.scheme;
-    const uint64_t seed = run.config.train.seed;
-    const RunWindow rw{run.config.model.context, runs::window_lower_median(w)};
-    SettingReadings& s = setting_named(settings, setting_label(run.config, reference));
-    if (const auto have = s.windows[scheme].find(seed);
-        have != s.windows[scheme].end() &&
-        (have->second.window != rw.window || have->second.train_len != rw.train_len))
-      throw ClaimsError(fmt::format("claims: {} seed {} ({}) has window {} in an earlier probe CSV and {} in {}",
-                                    scheme, seed, s.setting, have->second.window, rw.window, probe_csv));
-    s.windows[scheme][seed] = rw;
+    run.window = runs::window_lower_median(w);
+    out.push_back(std::move(run));
   }
+  return out;
 }
+
+namespace {
 
 }  // namespace
 

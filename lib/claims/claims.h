@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "runs/config.h"
+
 namespace routelab::claims {
 
 // Input the claims cannot be judged from (a missing or foreign CSV, readings
@@ -155,6 +157,18 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
                                            const std::vector<std::string>& probe_csvs = {});
 std::vector<ClaimResult> evaluate_claims(const std::vector<SettingReadings>& settings,
                                          const std::vector<Claim>& claims = all_claims());
+
+// Each run of a probe CSV (`routelab probe --csv P`) that has angle rows: its
+// folder, its configuration (P's sidecar) and its window (the lower median
+// over its layers of P-angles.csv's layer_window_median; -1: never mixes).
+// Both the text and the task claims read windows through it. Throws
+// ClaimsError (CsvError for a malformed CSV) naming the file.
+struct ProbedWindow {
+  std::string dir;
+  runs::RunConfig config;
+  long long window = -1;
+};
+std::vector<ProbedWindow> read_probe_windows(const std::string& probe_csv);
 
 // The results as tidy CSV, as an aligned table, as the full markdown table
 // (one row per claim and subject, one column per setting) and as the

@@ -256,10 +256,32 @@ std::string setting_name(const std::string& task, const std::vector<std::string>
   return s;
 }
 
-int64_t integer_cell(const std::string& v, const std::string& path, const char* column) {
+// A count or length cell: an integer no smaller than `least`.
+int64_t integer_cell(const std::string& v, const std::string& path, const char* column, int64_t least) {
   const auto x = parse_integer(v);
-  if (!x) throw ClaimsError(fmt::format("claims: {}: the {} cell '{}' is not an integer", path, column, v));
+  if (!x || *x < least)
+    throw ClaimsError(fmt::format("claims: {}: the {} cell '{}' is not an integer of at least {}", path, column, v,
+                                  least));
   return *x;
+}
+
+// A seed judged on fewer lengths (or distances) than its scheme's other
+// seeds would move a margin while still counting as a seed.
+template <class PerSeed>
+void refuse_incomplete_seeds(const std::map<std::string, PerSeed>& by_scheme, const std::string& setting,
+                             const std::string& csv, const char* what) {
+  for (const auto& [scheme, seeds] : by_scheme) {
+    std::set<int64_t> keys;
+    for (const auto& [seed, cells] : seeds)
+      for (const auto& [k, _] : cells) keys.insert(k);
+    for (const auto& [seed, cells] : seeds)
+      for (int64_t k : keys)
+        if (!cells.count(k))
+          throw ClaimsError(fmt::format("claims: {} seed {} ({}) has no row at {} {} in {}, and its other seeds have "
+                                        "one; a seed is judged whole or not at all: finish its run (routelab "
+                                        "experiment) or leave its rows out",
+                                        scheme, seed, setting, what, k, csv));
+  }
 }
 
 // A value as a task CSV's swept cell writes it (run names and cells: fmt's
@@ -292,6 +314,9 @@ std::vector<TaskReadings> read_task_settings(const std::string& csv, const std::
     throw ClaimsError(fmt::format("claims: {} is not a task experiment's CSV (its header is not {}with swept columns "
                                   "after scheme)",
                                   csv, runs::task_csv_header()));
+  if (t.rows.empty())
+    throw ClaimsError(fmt::format("claims: {} holds a header and no rows; pass a task experiment's CSV with results",
+                                  csv));
   const auto side = nlohmann::json::parse(slurp_task(csv + ".json", "its sidecar"), nullptr, false);
   if (side.is_discarded() || !side.contains("config"))
     throw ClaimsError(fmt::format("claims: {}.json is not an experiment's sidecar", csv));
@@ -310,54 +335,37 @@ std::vector<TaskReadings> read_task_settings(const std::string& csv, const std::
   for (const auto& row : t.rows) {
     std::vector<std::string> values;
     for (const auto& key : cols.swept) values.push_back(row[t.column(key)]);
-    const int64_t T = integer_cell(row[c_train], csv, "train_len");
+    const int64_t T = integer_cell(row[c_train], csv, "train_len", 1);
     TaskReadings& s = setting_of(setting_name(row[c_task], cols.swept, values), row[c_task], T);
-    const uint64_t seed = uint64_t(integer_cell(row[c_seed], csv, "seed"));
-    const ErrorCount count{integer_cell(row[c_errors], csv, "errors"), integer_cell(row[c_reads], csv, "reads")};
+    const uint64_t seed = uint64_t(integer_cell(row[c_seed], csv, "seed", 0));
+    const ErrorCount count{integer_cell(row[c_errors], csv, "errors", 0), integer_cell(row[c_reads], csv, "reads", 1)};
+    if (count.errors > count.reads)
+      throw ClaimsError(fmt::format("claims: {}: a row of {} seed {} counts {} errors in {} reads", csv, row[c_scheme],
+                                    seed, count.errors, count.reads));
     if (row[c_set] == "distance") {
-      s.distances[row[c_scheme]][seed][integer_cell(row[c_dist], csv, "distance")] = count;
+      s.distances[row[c_scheme]][seed][integer_cell(row[c_dist], csv, "distance", 1)] = count;
       continue;
     }
     // Length sets at the training law only (flip-flop's further p are the table's).
     const double trained_p = c_p_swept >= 0 && !row[c_p_swept].empty() ? parse_finite(row[c_p_swept]).value_or(-1)
                                                                         : base.task.p;
     if (row[c_task] == "flipflop" && parse_finite(row[c_p]).value_or(-1) != trained_p) continue;
-    const int64_t L = integer_cell(row[c_len], csv, "eval_len");
+    const int64_t L = integer_cell(row[c_len], csv, "eval_len", 1);
     if (L % T == 0) s.lengths[row[c_scheme]][seed][L / T] = count;
   }
-  // Each probed run's window, into the setting its configuration names.
-  for (const auto& probe : probe_csvs) {
-    const auto pside = nlohmann::json::parse(slurp_task(probe + ".json", "the probe's sidecar"), nullptr, false);
-    if (pside.is_discarded() || !pside.contains("runs") || !pside["runs"].is_array())
-      throw ClaimsError(fmt::format("claims: {}.json is not a probe's sidecar (`routelab probe --csv`)", probe));
-    std::map<std::string, std::pair<std::string, runs::RunConfig>> runs;  // dir -> (setting, config)
-    for (const auto& r : pside["runs"]) {
-      const runs::RunConfig c = runs::from_json(r.at("config"), probe + ".json");
-      std::vector<std::string> values;
-      for (const auto& key : cols.swept) values.push_back(key_text(c, key));
-      runs[r.at("run").get<std::string>()] = {setting_name(c.task.name, cols.swept, values), c};
-    }
-    const std::string angles = runs::probe_angles_path(probe);
-    const CsvTable a = parse_csv(slurp_task(angles, "the probe's angles CSV"), angles);
-    const int c_run = a.column("run"), c_layer = a.column("layer"), c_median = a.column("layer_window_median");
-    if (c_run < 0 || c_layer < 0 || c_median < 0)
-      throw ClaimsError(fmt::format("claims: {} lacks run, layer or layer_window_median", angles));
-    std::map<std::string, std::map<int64_t, long long>> layer_windows;
-    for (const auto& row : a.rows) {
-      const std::string& m = row[c_median];
-      layer_windows[row[c_run]][integer_cell(row[c_layer], angles, "layer")] =
-          m == "inf" ? -1 : integer_cell(m, angles, "layer_window_median");
-    }
-    for (const auto& [dir, layers] : layer_windows) {
-      const auto r = runs.find(dir);
-      if (r == runs.end()) throw ClaimsError(fmt::format("claims: {} names run {}, which {}.json lacks", angles, dir, probe));
-      std::vector<long long> w;
-      for (const auto& [_, x] : layers) w.push_back(x);
-      for (auto& s : settings)
-        if (s.setting == r->second.first)
-          s.windows[r->second.second.model.scheme][r->second.second.train.seed] = runs::window_lower_median(w);
-    }
+  for (const TaskReadings& s : settings) {
+    refuse_incomplete_seeds(s.lengths, s.setting, csv, "length ratio");
+    refuse_incomplete_seeds(s.distances, s.setting, csv, "distance");
   }
+  // Each probed run's window, into the setting its configuration names.
+  for (const auto& probe : probe_csvs)
+    for (const ProbedWindow& run : read_probe_windows(probe)) {
+      std::vector<std::string> values;
+      for (const auto& key : cols.swept) values.push_back(key_text(run.config, key));
+      const std::string setting = setting_name(run.config.task.name, cols.swept, values);
+      for (auto& s : settings)
+        if (s.setting == setting) s.windows[run.config.model.scheme][run.config.train.seed] = run.window;
+    }
   return settings;
 }
 
@@ -373,6 +381,10 @@ std::vector<ClaimResult> evaluate_task_claims(const std::vector<TaskReadings>& s
         r.setting = s.setting;
         out.push_back(std::move(r));
       }
+  if (out.empty())
+    throw ClaimsError("claims: no task claim can be judged from these CSVs: no setting holds the schemes and lengths "
+                      "any rule reads (1x and 16x of the schemes it names, or a probed window and distances; "
+                      "`routelab claims --help`)");
   return out;
 }
 
