@@ -131,6 +131,23 @@ long long fuzz(const char* name, const std::string& seed_input, const std::funct
   return runs;
 }
 
+// Several files fuzzed as one input: joined by a separator byte, and split
+// back (a mutation may drop separators: the last files are then empty).
+constexpr char kPartSeparator = '\x1f';
+std::string join_parts(const std::vector<std::string>& parts) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? std::string(1, kPartSeparator) : "") + parts[i];
+  return out;
+}
+void spit_parts(const std::string& text, const std::vector<fs::path>& files) {
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::size_t next = i + 1 < files.size() ? text.find(kPartSeparator, at) : std::string::npos;
+    spit(files[i], at > text.size() ? "" : text.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    at = next == std::string::npos ? text.size() + 1 : next + 1;
+  }
+}
+
 TEST(Fuzz, RunAndExperimentConfigs) {
   TempDir tmp;
   const std::string base = tiny_config("learned_qkv", 10, 5);
@@ -211,18 +228,8 @@ TEST(Fuzz, ClaimsInputs) {
             std::string(config).replace(config.find("\"rope\""), 6, std::string("\"") + scheme + "\"") + "}";
   const std::string probe_side = R"({"command": "probe", "runs": [)" + runs + "]}";
   const std::string angles = "run,layer,block,layer_window_median\nrandom_qk,0,0,500\nrandom_qk,1,0,inf\nrope,0,0,inf\n";
-  const std::string sep = "\x1f";
-  EXPECT_GT(fuzz("claims", csv + sep + side + sep + angles + sep + probe_side, [&](const std::string& text) {
-              std::vector<std::string> parts;
-              std::size_t at = 0;
-              for (std::size_t next; parts.size() < 3 && (next = text.find(sep, at)) != std::string::npos; at = next + 1)
-                parts.push_back(text.substr(at, next - at));
-              parts.push_back(text.substr(std::min(at, text.size())));
-              parts.resize(4);
-              spit(tmp / "e.csv", parts[0]);
-              spit(tmp / "e.csv.json", parts[1]);
-              spit(tmp / "p-angles.csv", parts[2]);
-              spit(tmp / "p.csv.json", parts[3]);
+  EXPECT_GT(fuzz("claims", join_parts({csv, side, angles, probe_side}), [&](const std::string& text) {
+              spit_parts(text, {tmp / "e.csv", tmp / "e.csv.json", tmp / "p-angles.csv", tmp / "p.csv.json"});
               const auto settings = claims::read_settings({(tmp / "e.csv").string()}, {(tmp / "p.csv").string()});
               const auto results = claims::evaluate_claims(settings);
               static_cast<void>(claims::claims_csv(results) + claims::claims_markdown(results));
@@ -254,18 +261,8 @@ TEST(Fuzz, TaskClaimsInputs) {
   const std::string probe_side = R"({"command": "probe", "runs": [{"run": "a", "config": )" + config("rope_qkv", 1) +
                                  R"(}, {"run": "b", "config": )" + config("rope", 2) + "}]}";
   const std::string angles = "run,layer,block,layer_window_median\na,0,0,12\na,0,1,12\nb,0,0,inf\n";
-  const std::string sep = "\x1f";
-  EXPECT_GT(fuzz("task-claims", csv + sep + side + sep + angles + sep + probe_side, [&](const std::string& text) {
-              std::vector<std::string> parts;
-              std::size_t at = 0;
-              for (std::size_t next; parts.size() < 3 && (next = text.find(sep, at)) != std::string::npos; at = next + 1)
-                parts.push_back(text.substr(at, next - at));
-              parts.push_back(text.substr(std::min(at, text.size())));
-              parts.resize(4);
-              spit(tmp / "t.csv", parts[0]);
-              spit(tmp / "t.csv.json", parts[1]);
-              spit(tmp / "p-angles.csv", parts[2]);
-              spit(tmp / "p.csv.json", parts[3]);
+  EXPECT_GT(fuzz("task-claims", join_parts({csv, side, angles, probe_side}), [&](const std::string& text) {
+              spit_parts(text, {tmp / "t.csv", tmp / "t.csv.json", tmp / "p-angles.csv", tmp / "p.csv.json"});
               const auto settings = claims::read_task_settings((tmp / "t.csv").string(), {(tmp / "p.csv").string()});
               const auto results = claims::evaluate_task_claims(settings);
               static_cast<void>(claims::claims_csv(results) + claims::task_claims_markdown(results));

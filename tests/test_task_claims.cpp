@@ -109,12 +109,20 @@ TEST(task_claims, the_window_rule_counts_hits_and_misses) {
   EXPECT_EQ(r->seeds[1].margin, -1.0);
 }
 
-TEST(task_claims, a_task_experiment_csv_reads_back_by_setting) {
-  TempDir tmp;
+// A flip-flop experiment's CSV path in `tmp`, its sidecar written (training
+// length 32, p 0.8): the CSV is the test's to write.
+std::string flipflop_csv_path(const TempDir& tmp) {
   runs::RunConfig base;
   base.task.name = "flipflop";
   base.model.context = 32;
-  const std::string csv = (tmp / "ff.csv").string();
+  const std::string csv = (tmp.path / "ff.csv").string();
+  spit(csv + ".json", nlohmann::json{{"config", runs::to_json(base)}}.dump());
+  return csv;
+}
+
+TEST(task_claims, a_task_experiment_csv_reads_back_by_setting) {
+  TempDir tmp;
+  const std::string csv = flipflop_csv_path(tmp);
   std::string rows = "scheme,layers,seed,train_len,task,set,p,eval_len,distance,sequences,reads,errors,error_rate,"
                      "ci_low,ci_high,read_bits\n";
   for (const char* layers : {"1", "2"})
@@ -123,7 +131,6 @@ TEST(task_claims, a_task_experiment_csv_reads_back_by_setting) {
   rows += "rope,1,1,32,flipflop,length,0.98,32,,10,100,50,0,0,0,0\n";  // a further p: not a length reading
   rows += "rope,1,1,32,flipflop,distance,0.8,32,8,10,10,1,0,0,0,0\n";
   spit(csv, rows);
-  spit(csv + ".json", nlohmann::json{{"config", runs::to_json(base)}}.dump());
   ASSERT_TRUE(is_task_csv(csv));
   const auto settings = read_task_settings(csv);
   ASSERT_EQ(settings.size(), 2u);
@@ -143,11 +150,7 @@ TEST(task_claims, a_task_experiment_csv_reads_back_by_setting) {
 // seeds have, and CSVs from which no rule can judge anything.
 TEST(task_claims, a_csv_that_cannot_be_judged_whole_is_refused_naming_why) {
   TempDir tmp;
-  runs::RunConfig base;
-  base.task.name = "flipflop";
-  base.model.context = 32;
-  const std::string csv = (tmp / "ff.csv").string();
-  spit(csv + ".json", nlohmann::json{{"config", runs::to_json(base)}}.dump());
+  const std::string csv = flipflop_csv_path(tmp);
   const std::string header = runs::task_csv_header();
   std::string whole;
   for (int seed : {1, 2})

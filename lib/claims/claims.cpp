@@ -621,21 +621,13 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
           setting.config_windows[scheme] = {*T, *w, true};
     }
   }
-  // A seed without a length its scheme's other seeds have would be judged
-  // on the rest as if complete (a margin moves, the seed still counts).
   for (const SettingReadings& s : settings)
-    for (const auto& [scheme, seeds] : s.bpb) {
-      std::set<int64_t> ratios;
-      for (const auto& [seed, cells] : seeds)
-        for (const auto& [ratio, _] : cells) ratios.insert(ratio);
-      for (const auto& [seed, cells] : seeds)
-        for (int64_t ratio : ratios)
-          if (!cells.count(ratio))
-            throw ClaimsError(fmt::format(
-                "claims: {} seed {} ({}) has no row at {}x in {}, and its other seeds have one; a seed is judged "
-                "whole or not at all: finish its run (routelab experiment) or leave its rows out",
-                scheme, seed, s.setting, ratio, source.at(s.setting).at(std::tuple{scheme, seed, cells.begin()->first})));
-    }
+    if (const auto m = first_incomplete_seed(s.bpb))
+      throw ClaimsError(fmt::format(
+          "claims: {} seed {} ({}) has no row at {}x in {}, and its other seeds have one; a seed is judged "
+          "whole or not at all: finish its run (routelab experiment) or leave its rows out",
+          m->scheme, m->seed, s.setting, m->key,
+          source.at(s.setting).at(std::tuple{m->scheme, m->seed, s.bpb.at(m->scheme).at(m->seed).begin()->first})));
   // Where a setting changes only keys RoPE does not read, RoPE's runs there
   // are another setting's: the rules that compare with RoPE read those.
   for (SettingReadings& s : settings)

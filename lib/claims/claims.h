@@ -158,6 +158,27 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
 std::vector<ClaimResult> evaluate_claims(const std::vector<SettingReadings>& settings,
                                          const std::vector<Claim>& claims = all_claims());
 
+// The first seed lacking a cell (a length ratio, a distance) that its
+// scheme's other seeds have: judged on the rest as if complete, it would move
+// a margin and still count as a seed, so both claims readers refuse it.
+struct MissingCell {
+  std::string scheme;
+  uint64_t seed = 0;
+  int64_t key = 0;
+};
+template <class Cells>
+std::optional<MissingCell> first_incomplete_seed(const std::map<std::string, std::map<uint64_t, Cells>>& by_scheme) {
+  for (const auto& [scheme, seeds] : by_scheme) {
+    std::map<int64_t, int> keys;
+    for (const auto& [seed, cells] : seeds)
+      for (const auto& [k, _] : cells) ++keys[k];
+    for (const auto& [seed, cells] : seeds)
+      for (const auto& [k, _] : keys)
+        if (!cells.count(k)) return MissingCell{scheme, seed, k};
+  }
+  return std::nullopt;
+}
+
 // Each run of a probe CSV (`routelab probe --csv P`) that has angle rows: its
 // folder, its configuration (P's sidecar) and its window (the lower median
 // over its layers of P-angles.csv's layer_window_median; -1: never mixes).

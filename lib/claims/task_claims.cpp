@@ -265,25 +265,6 @@ int64_t integer_cell(const std::string& v, const std::string& path, const char* 
   return *x;
 }
 
-// A seed judged on fewer lengths (or distances) than its scheme's other
-// seeds would move a margin while still counting as a seed.
-template <class PerSeed>
-void refuse_incomplete_seeds(const std::map<std::string, PerSeed>& by_scheme, const std::string& setting,
-                             const std::string& csv, const char* what) {
-  for (const auto& [scheme, seeds] : by_scheme) {
-    std::set<int64_t> keys;
-    for (const auto& [seed, cells] : seeds)
-      for (const auto& [k, _] : cells) keys.insert(k);
-    for (const auto& [seed, cells] : seeds)
-      for (int64_t k : keys)
-        if (!cells.count(k))
-          throw ClaimsError(fmt::format("claims: {} seed {} ({}) has no row at {} {} in {}, and its other seeds have "
-                                        "one; a seed is judged whole or not at all: finish its run (routelab "
-                                        "experiment) or leave its rows out",
-                                        scheme, seed, setting, what, k, csv));
-  }
-}
-
 // A value as a task CSV's swept cell writes it (run names and cells: fmt's
 // shortest form for numbers).
 std::string key_text(const runs::RunConfig& c, const std::string& key) {
@@ -353,10 +334,13 @@ std::vector<TaskReadings> read_task_settings(const std::string& csv, const std::
     const int64_t L = integer_cell(row[c_len], csv, "eval_len", 1);
     if (L % T == 0) s.lengths[row[c_scheme]][seed][L / T] = count;
   }
-  for (const TaskReadings& s : settings) {
-    refuse_incomplete_seeds(s.lengths, s.setting, csv, "length ratio");
-    refuse_incomplete_seeds(s.distances, s.setting, csv, "distance");
-  }
+  for (const TaskReadings& s : settings)
+    for (const auto& [cells, what] : {std::pair{&s.lengths, "length ratio"}, std::pair{&s.distances, "distance"}})
+      if (const auto m = first_incomplete_seed(*cells))
+        throw ClaimsError(fmt::format("claims: {} seed {} ({}) has no row at {} {} in {}, and its other seeds have "
+                                      "one; a seed is judged whole or not at all: finish its run (routelab "
+                                      "experiment) or leave its rows out",
+                                      m->scheme, m->seed, s.setting, what, m->key, csv));
   // Each probed run's window, into the setting its configuration names.
   for (const auto& probe : probe_csvs)
     for (const ProbedWindow& run : read_probe_windows(probe)) {
