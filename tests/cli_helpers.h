@@ -43,6 +43,22 @@ inline std::string slurp(const fs::path& p) {
 
 inline void spit(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
+// Built with AddressSanitizer (the `sanitize` preset): its shadow memory is
+// a reservation of terabytes, so no process of this build can run under
+// `ulimit -v`, and it reports an impossible allocation instead of throwing
+// std::bad_alloc. Tests of memory limits skip there, saying so.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 // The routelab binary the tests run: the one beside the running test binary
 // (/proc/self/exe's folder), so a copied or moved build folder tests its own
 // binary rather than the one of the build that compiled it.

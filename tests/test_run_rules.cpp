@@ -203,6 +203,7 @@ TEST(RunRules, WhatIsNoBadInputExitsThree) {
   EXPECT_TRUE(err.starts_with("routelab: error: experiment: the CSVs are written, but the plot failed")) << err;
   // Out of memory where no preflight foresaw it (a walk of 4096 x 4096
   // products under ulimit -v): 3, one line, no output file.
+  if (kAddressSanitizer) GTEST_SKIP() << "out of memory under ulimit -v: not with AddressSanitizer (cli_helpers.h)";
   const std::string oom = "cd '" + tmp.path.string() + "' && ulimit -v 1000000 && '" + routelab_binary() +
                           "' sim spectral-gap --family householder --d 4096 --samples 100 --threads 1 --out g.csv "
                           "> out.txt 2> err.txt";
@@ -218,6 +219,7 @@ TEST(RunRules, WhatIsNoBadInputExitsThree) {
 // under ulimit -v a model that needs more is refused before anything is
 // made (it used to die of std::bad_alloc, leaving config.toml behind).
 TEST(RunRules, TheMemoryPreflightRespectsUlimit) {
+  if (kAddressSanitizer) GTEST_SKIP() << "ulimit -v: not with AddressSanitizer (cli_helpers.h)";
   TempDir tmp;
   std::string big = tiny_config("rope", 10, 5);
   big.replace(big.find("context = 16"), 12, "context = 4096");
