@@ -125,14 +125,19 @@ class LibraryRules(unittest.TestCase):
             self.assertIn(f"in use by process {py.pid}", str(e.exception))
             self.assertEqual(snapshot(run), before)
             # SIGTERM: the module's handler removes the lock file, then the process dies of the signal.
-            os.kill(py.pid, signal.SIGTERM)
-            os.kill(py.pid, signal.SIGCONT)
-            self.assertEqual(py.wait(timeout=60), -signal.SIGTERM)
-            self.assertFalse(os.path.exists(os.path.join(run, LOCK)))
-            self.assertTrue(os.path.exists(os.path.join(run, "checkpoint.bin")))
+            self.assert_the_signal_removes_the_lock(py, run, signal.SIGTERM, (-signal.SIGTERM,))
         finally:
             py.kill()
             py.wait()
+
+    def assert_the_signal_removes_the_lock(self, py, run, sig, statuses):
+        """Sends `sig` to a Python process training `run`: it ends with one of `statuses`, its lock file gone and
+        its checkpoint kept."""
+        os.kill(py.pid, sig)
+        os.kill(py.pid, signal.SIGCONT)
+        self.assertIn(py.wait(timeout=60), statuses)
+        self.assertFalse(os.path.exists(os.path.join(run, LOCK)))
+        self.assertTrue(os.path.exists(os.path.join(run, "checkpoint.bin")))
 
     def test_sigint_and_sighup_remove_python_s_lock(self):
         # SIGINT: Python's own handler stays; its KeyboardInterrupt unwinds through the lock's destructor. SIGHUP:
@@ -146,12 +151,8 @@ class LibraryRules(unittest.TestCase):
                                       stderr=subprocess.DEVNULL)
                 try:
                     self.assertTrue(wait_until_it_holds(py, run), "the Python process ended before it held its lock")
-                    os.kill(py.pid, sig)
-                    os.kill(py.pid, signal.SIGCONT)
-                    status = py.wait(timeout=60)
-                    self.assertIn(status, (-sig, 1) if sig == signal.SIGINT else (-sig,))
-                    self.assertFalse(os.path.exists(os.path.join(run, LOCK)))
-                    self.assertTrue(os.path.exists(os.path.join(run, "checkpoint.bin")))
+                    self.assert_the_signal_removes_the_lock(py, run, sig,
+                                                            (-sig, 1) if sig == signal.SIGINT else (-sig,))
                 finally:
                     py.kill()
                     py.wait()
