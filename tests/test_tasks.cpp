@@ -190,7 +190,9 @@ TEST(tasks, latest_value_distance_sets_keep_other_keys_between) {
     const int key = s.bytes[s.reads[0].at] - kQueryFirst;
     for (int64_t at = s.reads[0].at - D + 1; at < s.reads[0].at; ++at) {
       const int x = s.bytes[at];
-      if (x >= kAssignFirst) EXPECT_NE((x - kAssignFirst) / 10, key) << D;  // no later assignment of the key
+      if (x >= kAssignFirst) {
+        EXPECT_NE((x - kAssignFirst) / 10, key) << D;  // no later assignment of the key
+      }
     }
   }
   EXPECT_THROW(task_sequence(latest_value(), 256, 2, 0, 255), std::invalid_argument);  // no room

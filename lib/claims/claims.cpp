@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -374,15 +372,13 @@ ClaimResult judge(const std::vector<SeedMargin>& margins) {
 // ---------------------------------------------------------------------------
 // Reading the CSVs
 
-namespace {
-
-// `accepted` says what the flag takes, for the refusal.
-std::string slurp_or_refuse(const std::string& path, const std::string& what,
-                            const char* accepted = "pass experiment CSVs, each with its FILE.json") {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ClaimsError(fmt::format("claims: cannot read {} ({}); {}", path, what, accepted));
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+std::string read_claims_input(const std::string& path, const std::string& what, const char* accepted) {
+  auto bytes = read_file_bytes(path);
+  if (!bytes) throw ClaimsError(fmt::format("claims: cannot read {} ({}); {}", path, what, accepted));
+  return std::move(*bytes);
 }
+
+namespace {
 
 std::string json_text(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -482,7 +478,7 @@ void read_windows(std::vector<SettingReadings>& settings, const std::string& pro
 }  // namespace
 
 std::vector<ProbedWindow> read_probe_windows(const std::string& probe_csv) {
-  const auto side = nlohmann::json::parse(slurp_or_refuse(probe_csv + ".json", "its sidecar", kProbeInputs), nullptr, false);
+  const auto side = nlohmann::json::parse(read_claims_input(probe_csv + ".json", "its sidecar", kProbeInputs), nullptr, false);
   if (side.is_discarded() || field<std::string>(side, "command") != "probe" || !side.contains("runs") ||
       !side["runs"].is_array())
     throw ClaimsError(fmt::format("claims: {}.json is not a probe's sidecar (`routelab probe --csv`)", probe_csv));
@@ -501,7 +497,7 @@ std::vector<ProbedWindow> read_probe_windows(const std::string& probe_csv) {
     probed.push_back({*dir, run_config(config, probe_csv), -1});
   }
   const std::string angles_path = runs::probe_angles_path(probe_csv);
-  const CsvTable t = parse_csv(slurp_or_refuse(angles_path, "the probe's angles CSV", kProbeInputs), angles_path);
+  const CsvTable t = parse_csv(read_claims_input(angles_path, "the probe's angles CSV", kProbeInputs), angles_path);
   // Rows name their run; angles CSVs written before the run column existed
   // name it by scheme and seed, unique within one probe.
   const int c_run = t.column("run"), c_scheme = t.column("scheme"), c_seed = t.column("seed"),
@@ -560,8 +556,8 @@ std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
   std::optional<Config> reference;
   std::map<std::string, runs::RunConfig> example;  // setting -> the configuration of a run at it
   for (const auto& path : csvs) {
-    const CsvTable t = parse_csv(slurp_or_refuse(path, "the CSV"), path);
-    const auto side = nlohmann::json::parse(slurp_or_refuse(path + ".json", "its sidecar"), nullptr, false);
+    const CsvTable t = parse_csv(read_claims_input(path, "the CSV"), path);
+    const auto side = nlohmann::json::parse(read_claims_input(path + ".json", "its sidecar"), nullptr, false);
     if (side.is_discarded() || !side.contains("config"))
       throw ClaimsError(fmt::format("claims: {}.json is not an experiment's sidecar (no config)", path));
     const runs::RunConfig base = run_config(side["config"], path);

@@ -191,6 +191,11 @@ struct ProbedWindow {
 };
 std::vector<ProbedWindow> read_probe_windows(const std::string& probe_csv);
 
+// A claims input's bytes, or a ClaimsError naming the file, `what` it is and
+// what the flag `accepted` takes. Both the text and the task claims read through it.
+std::string read_claims_input(const std::string& path, const std::string& what,
+                              const char* accepted = "pass experiment CSVs, each with its FILE.json");
+
 // The results as tidy CSV, as an aligned table, as the full markdown table
 // (one row per claim and subject, one column per setting) and as the
 // summary (one row per claim: its verdicts at the default setting, at how

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <iterator>
 #include <set>
 
 #include <fmt/core.h>
@@ -214,11 +213,7 @@ std::string task_claims_markdown(const std::vector<ClaimResult>& results) {
 
 namespace {
 
-std::string slurp_task(const std::string& path, const std::string& what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ClaimsError(fmt::format("claims: cannot read {} ({})", path, what));
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
+constexpr const char* kTaskInputs = "pass a task experiment's CSV with its FILE.json";
 
 // The cells of a task CSV's header before and after its swept columns.
 struct TaskColumns {
@@ -289,7 +284,7 @@ bool is_task_csv(const std::string& csv) {
 }
 
 std::vector<TaskReadings> read_task_settings(const std::string& csv, const std::vector<std::string>& probe_csvs) {
-  const CsvTable t = parse_csv(slurp_task(csv, "a task experiment's CSV"), csv);
+  const CsvTable t = parse_csv(read_claims_input(csv, "a task experiment's CSV", kTaskInputs), csv);
   const TaskColumns cols = task_columns(t.columns);
   if (!cols.ok)
     throw ClaimsError(fmt::format("claims: {} is not a task experiment's CSV (its header is not {}with swept columns "
@@ -298,7 +293,7 @@ std::vector<TaskReadings> read_task_settings(const std::string& csv, const std::
   if (t.rows.empty())
     throw ClaimsError(fmt::format("claims: {} holds a header and no rows; pass a task experiment's CSV with results",
                                   csv));
-  const auto side = nlohmann::json::parse(slurp_task(csv + ".json", "its sidecar"), nullptr, false);
+  const auto side = nlohmann::json::parse(read_claims_input(csv + ".json", "its sidecar", kTaskInputs), nullptr, false);
   if (side.is_discarded() || !side.contains("config"))
     throw ClaimsError(fmt::format("claims: {}.json is not an experiment's sidecar", csv));
   const runs::RunConfig base = runs::from_json(side["config"], csv + ".json");

@@ -68,12 +68,13 @@ std::string format_number(double x) {
 
 std::string format_number(std::optional<double> x) { return x ? format_number(*x) : ""; }
 
-std::string read_text_file(const std::string& path) {
+std::optional<std::string> read_file_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  std::string text;
-  if (f) text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  return text;
+  if (!f) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
+
+std::string read_text_file(const std::string& path) { return read_file_bytes(path).value_or(""); }
 
 std::string csv_body(const std::string& csv) {
   const auto nl = csv.find('\n');

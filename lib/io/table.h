@@ -38,8 +38,11 @@ std::string csv_line(const std::vector<std::string>& cells);
 std::string format_number(double x);
 std::string format_number(std::optional<double> x);
 
-// The whole file as bytes; empty if it cannot be read (callers that need to
-// tell the two apart check first).
+// The whole file as bytes; nullopt if it cannot be opened, so each caller
+// refuses in its own words.
+std::optional<std::string> read_file_bytes(const std::string& path);
+// The same, empty if it cannot be read (callers that need to tell the two
+// apart use read_file_bytes).
 std::string read_text_file(const std::string& path);
 
 // A CSV's rows without its header line.

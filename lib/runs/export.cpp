@@ -1,11 +1,10 @@
 #include "runs/export.h"
 
-#include <fstream>
-#include <iterator>
 
 #include <fmt/core.h>
 
 #include "io/output.h"
+#include "io/table.h"
 #include "io/safetensors.h"
 #include "io/sha256.h"
 #include "nn/model.h"
@@ -79,12 +78,11 @@ std::string export_safetensors(const RunConfig& c, int step, const std::string& 
 }
 
 RunConfig exported_config(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw ConfigError(fmt::format("{}: cannot be read", file));
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto bytes = read_file_bytes(file);
+  if (!bytes) throw ConfigError(fmt::format("{}: cannot be read", file));
   SafetensorsHeader h;
   try {
-    h = parse_safetensors(bytes);
+    h = parse_safetensors(*bytes);
   } catch (const SafetensorsError& e) {
     throw ConfigError(fmt::format("{}: {}", file, e.what()));
   }
