@@ -41,12 +41,12 @@ make_tables() {
   "$ROUTELAB" claims "${MAIN[@]}" --windows "${WINDOWS[@]}" --summary > "$dir/claims-summary.md"
   "$ROUTELAB" claims "${ALL[@]}" --windows "${WINDOWS[@]}" --csv "$dir/claims-all.csv" \
     --readings "$dir/readings-all.csv" --markdown > "$dir/claims-all.md"
-  "$PY" paper-figures/quotes.py tables --claims "$dir/claims-all.csv" --readings "$dir/readings-all.csv" "$dir"
   if [ ${#TASKS[@]} -gt 0 ]; then
     local windows=()
     [ ${#TASK_PROBES[@]} -gt 0 ] && windows=(--windows "${TASK_PROBES[@]}")
-    "$ROUTELAB" claims "${TASKS[@]}" "${windows[@]}" --markdown > "$dir/claims-tasks.md"
+    "$ROUTELAB" claims "${TASKS[@]}" "${windows[@]}" --csv "$dir/claims-tasks.csv" --markdown > "$dir/claims-tasks.md"
   fi
+  quotes tables "$dir" "$dir"
   [ "${PLOT_TABLES:-1}" = 1 ] || return 0
   if ! "$PY" -c 'import matplotlib' 2> /dev/null; then
     echo "claims-tables: $PY has no matplotlib; the retrieval, block-share and convergence tables are kept as they stand" >&2
@@ -76,6 +76,16 @@ make_tables() {
   "$PY" plots/convergence.py "${losses[@]}" --out "$figures/convergence" > "$dir/claims-convergence.md"
 }
 
+# quotes COMMAND DIR ARG...: paper-figures/quotes.py COMMAND with DIR's
+# verdicts (the text claims', and the task claims' where there are task runs)
+# and readings.
+quotes() {
+  local command=$1 dir=$2; shift 2
+  local claims=("$dir/claims-all.csv")
+  [ -f "$dir/claims-tasks.csv" ] && claims+=("$dir/claims-tasks.csv")
+  "$PY" paper-figures/quotes.py "$command" --claims "${claims[@]}" --readings "$dir/readings-all.csv" "$@"
+}
+
 # splice_tables DIR DOC: DOC with the table DIR/claims-NAME.md put between
 # each `<!-- claims:begin NAME -->` and the next `<!-- claims:end -->`, on
 # stdout. A block whose table is not in DIR is kept as it stands.
@@ -98,6 +108,6 @@ splice_docs() {
   for doc in "$@"; do
     splice_tables "$dir" "$doc" > "$doc.tmp"
     mv "$doc.tmp" "$doc"
-    "$PY" paper-figures/quotes.py write --claims "$dir/claims-all.csv" --readings "$dir/readings-all.csv" "$doc"
+    quotes write "$dir" "$doc"
   done
 }

@@ -134,8 +134,8 @@ class Readings:
 class Claims:
     """`routelab claims --csv`: one row per (claim, subject, setting)."""
 
-    def __init__(self, path):
-        self.rows = {(r["claim"], r["subject"], r["setting"]): r for r in read(path)}
+    def __init__(self, paths):
+        self.rows = {(r["claim"], r["subject"], r["setting"]): r for path in paths for r in read(path)}
 
     def row(self, claim, subject, setting):
         key = (claim, subject, setting)
@@ -1046,7 +1046,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("command", choices=["write", "check", "tables", "plant", "names"])
     ap.add_argument("paths", nargs="*", help="the documents (write, check) or the folder (tables)")
-    ap.add_argument("--claims", help="`routelab claims --csv` over every committed experiment CSV")
+    ap.add_argument("--claims", nargs="+",
+                    help="`routelab claims --csv` over every committed experiment CSV (and over the task CSVs)")
     ap.add_argument("--readings", help="`routelab claims --readings` over the same")
     args = ap.parse_intermixed_args()
     if args.command == "names":

@@ -35,7 +35,7 @@ check() {  # check DOC: 0 when its tables and quotes are current and no number i
     echo "check-claims-tables: $1 holds a generated table that is not what the committed CSVs give; run bash paper-figures/recipes/85-claims.sh (diff: $(diff "$1" "$tmp/spliced" | head -2 | tail -1 | cut -c1-120))" >&2
     status=1
   fi
-  "$PY" paper-figures/quotes.py check --claims "$tmp/claims-all.csv" --readings "$tmp/readings-all.csv" "$1" || status=1
+  quotes check "$tmp" "$1" || status=1
   return $status
 }
 
