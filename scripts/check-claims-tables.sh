@@ -6,8 +6,9 @@
 # (between `<!-- q:NAME -->` and `<!-- /q -->`), and that no number that
 # looks like data stands in the prose unquoted. So a CSV that lands without
 # `bash paper-figures/recipes/85-claims.sh`, or a number typed by hand,
-# fails the suite. The plot scripts' tables need matplotlib; without it
-# they are not checked (said on stderr).
+# fails the suite, as does a README.md of 250 lines or more. The plot
+# scripts' tables need matplotlib; without it they are not checked (said on
+# stderr).
 #   scripts/check-claims-tables.sh ROUTELAB [DOC...]     check (default: both docs)
 #   scripts/check-claims-tables.sh --planted ROUTELAB    the check must catch a README
 #                                                        with one table margin changed,
@@ -59,5 +60,12 @@ fi
 
 status=0
 for doc in "${docs[@]}"; do check "$doc" || status=1; done
+# README.md is the front page (issue 54): the claims, the verdicts and the
+# figure on about a screen; detail belongs in docs/.
+readme_lines=$(wc -l < README.md)
+if [ "$readme_lines" -ge 250 ]; then
+  echo "check-claims-tables: README.md has $readme_lines lines; the front page stays under 250: move detail to docs/" >&2
+  status=1
+fi
 [ $status = 0 ] && echo "check-claims-tables: ${docs[*]} current"
 exit $status
