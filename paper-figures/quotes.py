@@ -805,6 +805,15 @@ def task_error(d, path, scheme, where, *filters):
     return percent(mean([float(r["error_rate"]) for r in task_rows(d, path, scheme, where, filters)]))
 
 
+@family("task-range")
+def task_range(d, path, scheme, where, *filters):
+    """A scheme's read error at a set, the lowest and highest of its seeds, for prose that must not quote a
+    mean no seed shows: `task-range|tasks-cpu/flipflop.csv|learned_qkv|1x|layers=1` gives "13.0-22.2%"."""
+    rates = sorted(float(r["error_rate"]) for r in task_rows(d, path, scheme, where, filters))
+    low, high = percent(rates[0]), percent(rates[-1])
+    return low if low == high else f"{low[:-1]}-{high}"
+
+
 @family("task-seeds")
 def task_seeds(d, path, scheme, where, *filters):
     """How many seeds a scheme's quote rests on, and their reads: "1 seed, 1967 reads"."""

@@ -81,6 +81,17 @@ class Quotes(unittest.TestCase):
         self.assertEqual(self.filled("claim-verdict|random_beats_rope|random_qk|default"), "yes")
         self.assertEqual(self.filled("window|default|random_qk"), "444 T")
 
+    def test_task_range_is_the_span_of_the_seeds(self):
+        # From the committed flip-flop CSV, recomputed here: learned_qkv's seeds at the training length.
+        import csv
+        with open(os.path.join(ROOT, "paper-figures", "tasks-cpu", "flipflop.csv")) as f:
+            rates = sorted(100 * float(r["error_rate"]) for r in csv.DictReader(f)
+                           if r["scheme"] == "learned_qkv" and r["layers"] == "1" and r["set"] == "length"
+                           and r["eval_len"] == r["train_len"] and float(r["p"]) == 0.8)
+        self.assertGreater(len(rates), 1)
+        self.assertEqual(self.filled("task-range|tasks-cpu/flipflop.csv|learned_qkv|1x|layers=1"),
+                         f"{rates[0]:.1f}-{rates[-1]:.1f}%")
+
     def test_write_fills_quotes_and_leaves_code_alone(self):
         path = self.doc("a <!-- q:bpb|default|rope|1 -->0<!-- /q --> b `<!-- q:NAME -->x<!-- /q -->`\n"
                         "```\n<!-- q:bpb|default|rope|1 -->0<!-- /q -->\n```\n")
