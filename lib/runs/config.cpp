@@ -3,7 +3,6 @@
 #include <charconv>
 #include <cstdlib>
 #include <limits>
-#include <fstream>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -13,6 +12,7 @@
 
 #include "data/latest_value.h"
 #include "data/passkey_sample.h"
+#include "io/table.h"
 #include "nn/scheme.h"
 
 namespace routelab::runs {
@@ -186,10 +186,9 @@ RunConfig parse_run_config_text(const std::string& text, const std::string& wher
 
 RunConfig load_run_config(const std::string& path) {
   require_config_file(path);
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_run_config_text(text.str(), path);
+  const auto text = read_file_bytes(path);
+  if (!text) throw ConfigError(fmt::format("{}: cannot be read; a TOML config file", path));
+  return parse_run_config_text(*text, path);
 }
 
 void validate(const RunConfig& c, const std::string& where) {

@@ -1,12 +1,11 @@
 #include "runs/export.h"
 
-
 #include <fmt/core.h>
 
 #include "io/output.h"
-#include "io/table.h"
 #include "io/safetensors.h"
 #include "io/sha256.h"
+#include "io/table.h"
 #include "nn/model.h"
 #include "runs/run_dir.h"
 
