@@ -17,31 +17,38 @@ set -euo pipefail
 
 DIR=paper-figures/tasks-cpu
 SUITES=(flipflop latest-value)
-# Beside the suites, flip-flop under Liu et al.'s optimisation for RoPE and
-# FoX (experiments/flipflop-liu.toml: is the gap to PaTH's table recipe?):
-# trained and exported with them, neither probed nor drawn.
-declare -A TOML=([flipflop]=experiments/flipflop-cpu.toml [latest-value]=experiments/latest-value-cpu.toml
-                 [flipflop-liu]=experiments/flipflop-liu.toml)
-for suite in "${SUITES[@]}" flipflop-liu; do
-  toml=${TOML[$suite]}
+
+# train_and_export NAME TOML: TRAIN=1 runs the experiment (it resumes where it
+# stopped); DONE is its finished runs; EXPORT=1 writes their weights under
+# $DIR/models/NAME/.
+train_and_export() {
+  local name=$1 toml=$2 run model
   if [ "${TRAIN:-0}" = 1 ]; then
     "$ROUTELAB" experiment "$toml" --no-plot
   fi
   mapfile -t DONE < <("$ROUTELAB" experiment "$toml" --list | awk '/: done$/ { print $1 }')
-  if [ "${PROBE:-0}" = 1 ] && [ ${#DONE[@]} -gt 0 ] && [ "$suite" != flipflop-liu ]; then
+  if [ "${EXPORT:-0}" = 1 ]; then
+    mkdir -p "$DIR/models/$name"
+    for run in "${DONE[@]}"; do
+      model="$DIR/models/$name/$(basename "$run").safetensors"
+      [ -f "$model" ] || "$ROUTELAB" export --run "$run" --out "$model"
+    done
+  fi
+}
+
+for suite in "${SUITES[@]}"; do
+  train_and_export "$suite" "experiments/$suite-cpu.toml"
+  if [ "${PROBE:-0}" = 1 ] && [ ${#DONE[@]} -gt 0 ]; then
     UPDATE=()
     [ -f "$DIR/$suite-probe.csv" ] && UPDATE=(--update)
     "$ROUTELAB" probe --run "${DONE[@]}" --lengths 1x --max-windows 1 --threads 1 \
       --csv "$DIR/$suite-probe.csv" "${UPDATE[@]}" > /dev/null
   fi
-  if [ "${EXPORT:-0}" = 1 ]; then
-    mkdir -p "$DIR/models/$suite"
-    for run in "${DONE[@]}"; do
-      model="$DIR/models/$suite/$(basename "$run").safetensors"
-      [ -f "$model" ] || "$ROUTELAB" export --run "$run" --out "$model"
-    done
-  fi
 done
+# Beside the suites, flip-flop under Liu et al.'s optimisation for RoPE and
+# FoX (is the gap to PaTH's table the recipe?): trained and exported, neither
+# probed nor drawn.
+train_and_export flipflop-liu experiments/flipflop-liu.toml
 if [ ! -f "$DIR/flipflop.csv" ]; then
   echo "tasks-cpu: no committed results at $DIR/flipflop.csv; skipped. TRAIN=1 PROBE=1 trains and probes them" \
     "(hours on a CPU)" >&2
