@@ -31,7 +31,8 @@ int cmd_claims(const std::vector<std::string>& args) {
   app.add_option("--csv", out, "also write every verdict as tidy CSV (and its sidecar)");
   app.add_option("--readings", readings,
                  "also write the readings judged, as tidy CSV (and its sidecar): bits per byte by setting, scheme, "
-                 "seed and length, with each run's mixing window");
+                 "seed and length, with each run's mixing window; for task CSVs, each run's short-distance error, "
+                 "observed break, mixing window and the window rule's verdict");
   app.add_option("--settings", only_settings,
                  "SETTING[,SETTING...]: judge only these settings (as the table names them: default, context=64, ...)")
       ->delimiter(',');
@@ -53,9 +54,6 @@ int cmd_claims(const std::vector<std::string>& args) {
   const std::size_t task_csvs = std::count_if(csvs.begin(), csvs.end(), claims::is_task_csv);
   if (task_csvs != 0 && task_csvs != csvs.size())
     throw claims::ClaimsError("claims: task experiment CSVs and corpus experiment CSVs are judged apart; pass one kind");
-  if (task_csvs > 0 && !readings.empty())
-    throw claims::ClaimsError("--readings: the bits-per-byte readings are a corpus experiment's; the task CSV is its "
-                              "own reading");
   // Only the settings asked for (all when none is named).
   const auto keep_asked = [&](auto settings) {
     for (const auto& want : only_settings)
@@ -78,7 +76,9 @@ int cmd_claims(const std::vector<std::string>& args) {
     std::vector<claims::TaskReadings> settings;
     for (const auto& c : csvs)
       for (auto& s : claims::read_task_settings(c, probes)) settings.push_back(std::move(s));
-    results = claims::evaluate_task_claims(keep_asked(std::move(settings)));
+    settings = keep_asked(std::move(settings));
+    results = claims::evaluate_task_claims(settings);
+    if (!readings.empty()) readings_text = claims::task_readings_csv(settings);
   } else {
     const auto settings = keep_asked(claims::read_settings(csvs, probes));
     results = claims::evaluate_claims(settings);

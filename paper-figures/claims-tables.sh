@@ -44,7 +44,8 @@ make_tables() {
   if [ ${#TASKS[@]} -gt 0 ]; then
     local windows=()
     [ ${#TASK_PROBES[@]} -gt 0 ] && windows=(--windows "${TASK_PROBES[@]}")
-    "$ROUTELAB" claims "${TASKS[@]}" "${windows[@]}" --csv "$dir/claims-tasks.csv" --markdown > "$dir/claims-tasks.md"
+    "$ROUTELAB" claims "${TASKS[@]}" "${windows[@]}" --csv "$dir/claims-tasks.csv" \
+      --readings "$dir/readings-tasks.csv" --markdown > "$dir/claims-tasks.md"
   fi
   quotes tables "$dir" "$dir"
   [ "${PLOT_TABLES:-1}" = 1 ] || return 0
@@ -77,13 +78,13 @@ make_tables() {
 }
 
 # quotes COMMAND DIR ARG...: paper-figures/quotes.py COMMAND with DIR's
-# verdicts (the text claims', and the task claims' where there are task runs)
-# and readings.
+# verdicts and readings (the text claims', and the task claims' where there
+# are task runs).
 quotes() {
   local command=$1 dir=$2; shift 2
-  local claims=("$dir/claims-all.csv")
-  [ -f "$dir/claims-tasks.csv" ] && claims+=("$dir/claims-tasks.csv")
-  "$PY" paper-figures/quotes.py "$command" --claims "${claims[@]}" --readings "$dir/readings-all.csv" "$@"
+  local claims=("$dir/claims-all.csv") tasks=()
+  [ -f "$dir/claims-tasks.csv" ] && claims+=("$dir/claims-tasks.csv") tasks=(--task-readings "$dir/readings-tasks.csv")
+  "$PY" paper-figures/quotes.py "$command" --claims "${claims[@]}" --readings "$dir/readings-all.csv" "${tasks[@]}" "$@"
 }
 
 # splice_tables DIR DOC: DOC with the table DIR/claims-NAME.md put between

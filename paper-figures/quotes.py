@@ -16,7 +16,8 @@ that comes from the data is typed by hand.
   quotes.py names                                  list the recipes
 
 C and R are `routelab claims --csv` and `--readings` over every committed
-experiment CSV (paper-figures/claims-tables.sh, make_tables); every other
+experiment CSV (paper-figures/claims-tables.sh, make_tables; `--claims` and
+`--task-readings` also take the task suites'); every other
 input is a committed CSV named in its recipe. A NAME is a recipe's name, or
 a family and its arguments separated by `|`: `claim|qkv_rises_less|learned
 64x|default` is the mean margin and its interval there. Standard library
@@ -150,9 +151,10 @@ class Claims:
 class Data:
     """The inputs, each read once."""
 
-    def __init__(self, claims, readings):
+    def __init__(self, claims, readings, task_readings=()):
         self.claims = Claims(claims)
         self.readings = Readings(readings)
+        self.task_readings = [r for path in task_readings for r in read(path)]
         self._csv = {}
 
     def csv(self, path):
@@ -834,17 +836,15 @@ def task_curve(d, path, scheme, step, *filters):
 
 
 @family("task-window")
-def task_window(d, path, scheme, *filters):
-    """A scheme's probed mixing window in bytes, from a task suite's probe angles CSV: each run's lower median
-    over layers of the layer's median window (as `routelab claims --windows` reads it), the span over seeds,
-    "never" where the angles do not mix: `task-window|tasks-cpu/latest-value-probe-angles.csv|householder_qk`."""
-    layers = {}
-    for r in task_filters([r for r in d.csv("paper-figures/" + path) if r["scheme"] == scheme], filters):
-        m = r["layer_window_median"]
-        layers.setdefault(r["run"], {})[r["layer"]] = math.inf if m == "inf" else int(m)
-    if not layers:
-        fail(f"task-window: no probed run of {scheme} in {path} ({' '.join(filters) or 'no filters'})")
-    runs = [sorted(w.values())[(len(w) - 1) // 2] for w in layers.values()]
+def task_window(d, setting, scheme, *filters):
+    """A scheme's probed mixing window in bytes at a task setting, the span over seeds, "never" where the angles
+    do not mix, from the window rule's readings (`routelab claims --readings` over a task CSV):
+    `task-window|latest_value|householder_qk|seed=1`."""
+    rows = task_filters([r for r in d.task_readings if r["setting"] == setting and r["scheme"] == scheme
+                         and r["window"]], filters)
+    if not rows:
+        fail(f"task-window: no probed run of {scheme} at {setting} ({' '.join(filters) or 'no filters'})")
+    runs = [math.inf if r["window"] == "inf" else int(r["window"]) for r in rows]
     if any(math.isinf(w) for w in runs):
         if not all(math.isinf(w) for w in runs):
             fail(f"task-window: some runs of {scheme} mix and some never do; quote them apart with filters")
@@ -1058,6 +1058,9 @@ def main():
     ap.add_argument("--claims", nargs="+",
                     help="`routelab claims --csv` over every committed experiment CSV (and over the task CSVs)")
     ap.add_argument("--readings", help="`routelab claims --readings` over the same")
+    ap.add_argument("--task-readings", action="append", default=[],
+                    help="`routelab claims --readings` over the task suites' CSVs (the window rule's readings); "
+                         "may be given more than once")
     args = ap.parse_intermixed_args()
     if args.command == "names":
         for name, f in sorted({**QUOTES, **FAMILIES, **TABLES}.items()):
@@ -1075,7 +1078,7 @@ def main():
         return 0
     if not args.claims or not args.readings:
         fail(f"{args.command} needs --claims and --readings")
-    data = Data(args.claims, args.readings)
+    data = Data(args.claims, args.readings, args.task_readings)
     if args.command == "tables":
         if len(args.paths) != 1 or not os.path.isdir(args.paths[0]):
             fail("tables takes one folder")

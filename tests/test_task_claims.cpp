@@ -107,6 +107,20 @@ TEST(task_claims, the_window_rule_counts_hits_and_misses) {
   ASSERT_EQ(r->seeds.size(), 2u);
   EXPECT_EQ(r->seeds[0].margin, 1.0);
   EXPECT_EQ(r->seeds[1].margin, -1.0);
+  // The same readings, tidy, one row a run; seed 3 was not probed and seed 4
+  // did not learn: each has its row, which the rule does not judge.
+  for (int64_t D : {2, 4, 8, 16, 32, 64, 128, 256}) {
+    s.distances["learned_qkv"][3][D] = at_rate(0.03, 500);
+    s.distances["learned_qkv"][4][D] = at_rate(0.5, 500);
+  }
+  s.windows["learned_qkv"][4] = -1;
+  EXPECT_EQ(claims::task_readings_csv({s}),
+            "setting,scheme,seed,window,short_reads,short_errors,learned,observed_break,largest_distance,"
+            "window_rule\n"
+            "flipflop,learned_qkv,1,100,1500,45,true,128,256,hit\n"
+            "flipflop,learned_qkv,2,10,1500,45,true,128,256,miss\n"
+            "flipflop,learned_qkv,3,,1500,45,true,,256,\n"
+            "flipflop,learned_qkv,4,inf,1500,750,false,,256,\n");
 }
 
 // A flip-flop experiment's CSV path in `tmp`, its sidecar written (training

@@ -544,10 +544,6 @@ std::vector<ProbedWindow> read_probe_windows(const std::string& probe_csv) {
   return out;
 }
 
-namespace {
-
-}  // namespace
-
 std::vector<SettingReadings> read_settings(const std::vector<std::string>& csvs,
                                            const std::vector<std::string>& probe_csvs) {
   if (csvs.empty()) throw ClaimsError("claims: name at least one experiment CSV");

@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include "io/csv_read.h"
+#include "io/table.h"
 #include "io/parse.h"
 #include "runs/config.h"
 #include "runs/probe.h"
@@ -143,23 +144,19 @@ ErrorCount short_level(const std::map<int64_t, ErrorCount>& by_distance) {
   return c;
 }
 
+std::string break_text(long long x) { return x < 0 ? std::string("none") : std::to_string(x); }
+
 std::vector<SubjectMargins> window_predicts_break(const TaskReadings& s) {
   std::vector<SubjectMargins> out;
   for (const auto& [scheme, seeds] : s.windows) {
-    const auto d = s.distances.find(scheme);
-    if (d == s.distances.end()) continue;
     SubjectMargins m{scheme, {}};
-    for (const auto& [seed, window] : seeds) {
-      const auto k = d->second.find(seed);
-      if (k == d->second.end() || k->second.size() < 4) continue;
-      if (upper(short_level(k->second)) > kLearnedError) continue;  // did not learn
-      const int64_t largest = k->second.rbegin()->first;
-      const long long seen = observed_break(k->second);
-      const bool hit = window_rule_hit(window, seen, largest);
-      auto text = [](long long x) { return x < 0 ? std::string("none") : std::to_string(x); };
-      m.seeds.push_back({seed, hit ? 1.0 : -1.0,
-                         fmt::format("window {}, break {} (distances to {})", window < 0 ? "never" : text(window),
-                                     text(seen), largest)});
+    for (const auto& [seed, _] : seeds) {
+      const auto r = window_reading(s, scheme, seed);
+      if (!r || !r->learned) continue;
+      m.seeds.push_back({seed, r->hit ? 1.0 : -1.0,
+                         fmt::format("window {}, break {} (distances to {})",
+                                     *r->window < 0 ? "never" : break_text(*r->window), break_text(r->observed),
+                                     r->largest_distance)});
     }
     if (!m.seeds.empty()) out.push_back(std::move(m));
   }
@@ -179,6 +176,39 @@ long long observed_break(const std::map<int64_t, ErrorCount>& by_distance) {
   for (const auto& [d, e] : by_distance)
     if (n++ >= 3 && e.reads > 0 && lower(e) > level) return d;
   return -1;
+}
+
+std::optional<WindowReading> window_reading(const TaskReadings& s, const std::string& scheme, uint64_t seed) {
+  const auto d = s.distances.find(scheme);
+  if (d == s.distances.end()) return std::nullopt;
+  const auto k = d->second.find(seed);
+  if (k == d->second.end() || k->second.size() < 4) return std::nullopt;
+  WindowReading r;
+  r.short_level = short_level(k->second);
+  r.learned = upper(r.short_level) <= kLearnedError;
+  r.observed = observed_break(k->second);
+  r.largest_distance = k->second.rbegin()->first;
+  if (const auto w = s.windows.find(scheme); w != s.windows.end())
+    if (const auto x = w->second.find(seed); x != w->second.end()) r.window = x->second;
+  if (r.window) r.hit = window_rule_hit(*r.window, r.observed, r.largest_distance);
+  return r;
+}
+
+std::string task_readings_csv(const std::vector<TaskReadings>& settings) {
+  std::string out = "setting,scheme,seed,window,short_reads,short_errors,learned,observed_break,largest_distance,"
+                    "window_rule\n";
+  for (const auto& s : settings)
+    for (const auto& [scheme, seeds] : s.distances)
+      for (const auto& [seed, _] : seeds) {
+        const auto r = window_reading(s, scheme, seed);
+        if (!r) continue;
+        const std::string window = !r->window ? "" : *r->window < 0 ? "inf" : std::to_string(*r->window);
+        const std::string rule = !r->window || !r->learned ? "" : r->hit ? "hit" : "miss";
+        out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", csv_field(s.setting), scheme, seed, window,
+                           r->short_level.reads, r->short_level.errors, r->learned ? "true" : "false",
+                           r->observed < 0 ? "" : std::to_string(r->observed), r->largest_distance, rule);
+      }
+  return out;
 }
 
 bool window_rule_hit(long long window, long long observed, int64_t largest_distance) {

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,26 @@ long long observed_break(const std::map<int64_t, ErrorCount>& by_distance);
 // doubling grid); a window beyond the largest tested distance, or none,
 // predicts no break there.
 bool window_rule_hit(long long window, long long observed, int64_t largest_distance);
+
+// One run's reading on the distance sets, as the window rule judges it:
+// its short-distance level (the three shortest distances pooled), whether it
+// learned (that level's 95% upper limit within kLearnedError), the observed
+// break, and, where the run was probed, its window and the rule's verdict.
+struct WindowReading {
+  ErrorCount short_level;
+  bool learned = false;
+  long long observed = -1;  // observed_break; -1 none
+  int64_t largest_distance = 0;
+  std::optional<long long> window;  // bytes, -1 never mixes; unset: not probed
+  bool hit = false;                 // window_rule_hit, where window is set
+};
+// nullopt where the run has fewer than four distance sets.
+std::optional<WindowReading> window_reading(const TaskReadings& s, const std::string& scheme, uint64_t seed);
+// Every run's WindowReading, tidy: setting, scheme, seed, window (bytes, inf
+// never mixes, empty unprobed), short_reads, short_errors, learned,
+// observed_break (empty: none), largest_distance, window_rule (hit, miss, or
+// empty where the rule does not judge the run).
+std::string task_readings_csv(const std::vector<TaskReadings>& settings);
 
 // Reads a task experiment's CSV (its rows grouped by setting) and, where
 // given, probe CSVs of its runs (FILE-angles.csv: the windows). ClaimsError

@@ -92,6 +92,33 @@ class Quotes(unittest.TestCase):
         self.assertEqual(self.filled("task-range|tasks-cpu/flipflop.csv|learned_qkv|1x|layers=1"),
                          f"{rates[0]:.1f}-{rates[-1]:.1f}%")
 
+    def test_task_window_spans_the_probed_seeds_of_one_setting(self):
+        # The window rule's readings as `routelab claims --readings` writes them for a task CSV.
+        path = os.path.join(self.tmp.name, "task-readings.csv")
+        with open(path, "w") as f:
+            f.write("setting,scheme,seed,window,short_reads,short_errors,learned,observed_break,largest_distance,"
+                    "window_rule\n"
+                    "flipflop layers=1,learned_qkv,1,17,1200,25,true,16,2048,hit\n"
+                    "flipflop layers=1,learned_qkv,2,8,1200,2,true,16,2048,hit\n"
+                    "flipflop layers=1,learned_qkv,3,,1200,2,true,16,2048,\n"
+                    "flipflop layers=2,learned_qkv,1,300,1200,2,true,16,2048,miss\n"
+                    "flipflop layers=1,rope,1,inf,1200,2,true,16,2048,miss\n"
+                    "flipflop layers=1,path_qk,1,inf,1200,2,true,16,2048,miss\n"
+                    "flipflop layers=1,path_qk,2,5000,1200,2,true,16,2048,hit\n")
+        inputs = self.inputs
+        self.inputs = inputs + ["--task-readings", path]
+        try:
+            self.assertEqual(self.filled("task-window|flipflop layers=1|learned_qkv"), "8-17 bytes")
+            self.assertEqual(self.filled("task-window|flipflop layers=1|learned_qkv|seed=1"), "17 bytes")
+            self.assertEqual(self.filled("task-window|flipflop layers=2|learned_qkv"), "300 bytes")
+            self.assertEqual(self.filled("task-window|flipflop layers=1|rope"), "never")
+            doc = self.doc("x <!-- q:task-window|flipflop layers=1|path_qk -->?<!-- /q -->\n")
+            r = self.quotes("write", doc)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("some runs of path_qk mix and some never do", r.stderr)
+        finally:
+            self.inputs = inputs
+
     def test_write_fills_quotes_and_leaves_code_alone(self):
         path = self.doc("a <!-- q:bpb|default|rope|1 -->0<!-- /q --> b `<!-- q:NAME -->x<!-- /q -->`\n"
                         "```\n<!-- q:bpb|default|rope|1 -->0<!-- /q -->\n```\n")
