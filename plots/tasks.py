@@ -48,11 +48,20 @@ def arguments():
     return args
 
 
+def one_layer_unnamed(variant):
+    """A variant without `layers=1`: PaTH's table and the one-layer runs keep the scheme's bare name when a
+    deeper arm of the scheme sits beside them, as the probe's windows and the loss curves name them."""
+    scheme, _, swept = variant.partition(" ")
+    parts = [p for p in swept.split(", ") if p and p != "layers=1"]
+    return scheme + (" " + ", ".join(parts) if parts else "")
+
+
 def load(path):
     rows = []
     for i, row in label_variants(path, read_checked(path, COLUMNS, "task", "tasks.py", TEXT), COLUMNS):
         if row["reads"] <= 0:
             fail(f"{path} line {i}: a set with no reads")
+        row["variant"] = one_layer_unnamed(row["variant"])
         row["ratio"] = row["eval_len"] / row["train_len"]
         row["path"] = path
         rows.append(row)
