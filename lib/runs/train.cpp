@@ -103,8 +103,7 @@ std::pair<std::string, double> log_rows_up_to(const std::string& dir, const std:
     if (!at || *at <= last) throw damaged(fmt::format("row {}: its step '{}' does not follow {}", i + 1, row[0], last));
     last = *at;
     if (*at > step) continue;  // logged past the checkpoint, which was not written
-    for (std::size_t c = 0; c < row.size(); ++c) rows += (c ? "," : "") + row[c];
-    rows += "\n";
+    rows += csv_line(row);
     elapsed = *parse_finite(row.back());
   }
   return {rows, elapsed};
