@@ -131,6 +131,7 @@ def style(variant):
 
 
 def draw_lines(ax, series, windows=None, seeds_of=None, task=None):
+    beyond = []
     for variant in sorted(series, key=lambda v: scheme_rank(v.split(" ")[0])):
         xs = sorted(series[variant])
         means = [statistics.mean(series[variant][x]) for x in xs]
@@ -142,7 +143,17 @@ def draw_lines(ax, series, windows=None, seeds_of=None, task=None):
             ws = [windows[(task, variant, s)] for s in seeds_of.get(variant, []) if (task, variant, s) in windows]
             finite = [w for w in ws if math.isfinite(w)]
             if finite:
-                ax.axvline(statistics.median(finite), color=line.get_color(), ls=":", lw=1)
+                beyond.append((statistics.median(finite), line.get_color()))
+    # Windows within the tested distances as dotted lines; those beyond (PaTH's reflections mix over millions
+    # of bytes) as triangles on the right edge, so they do not stretch the axis past the data.
+    if beyond:
+        right = max(x for v in series.values() for x in v)
+        for k, (w, color) in enumerate(sorted(beyond)):
+            if w <= right:
+                ax.axvline(w, color=color, ls=":", lw=1)
+            else:
+                ax.plot([1.0], [0.97 - 0.04 * k], transform=ax.transAxes, marker=">", ms=5, color=color,
+                        clip_on=False)
 
 
 def main():
@@ -154,7 +165,7 @@ def main():
         return
     tasks = sorted({r["task"] for r in rows})
     windows = windows_of(args.windows)
-    fig, axes = plt.subplots(len(tasks), 3, figsize=(15, 4.2 * len(tasks)), squeeze=False)
+    fig, axes = plt.subplots(len(tasks), 3, figsize=(15, 4.6 * len(tasks)), squeeze=False, layout="constrained")
     for row_axes, task in zip(axes, tasks):
         mine = [r for r in rows if r["task"] == task]
         T = int(mine[0]["train_len"])
@@ -173,7 +184,8 @@ def main():
             draw_lines(ax, by_variant(dist, "distance"), windows if args.windows else None, seeds_of, task)
             ax.axvline(T, color="black", lw=0.8)
             ax.set_xscale("log", base=2)
-        ax.set_xlabel("distance of the read's source (bytes); dotted: mixing window, black: T")
+        ax.set_xlabel("distance of the read's source (bytes); dotted: mixing window\n"
+                      "(triangle: beyond the longest distance), black: T")
         ax.set_ylabel("read error (%)")
         ax.set_title(f"{task}: error against distance")
         ax = row_axes[2]
