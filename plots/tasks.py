@@ -131,7 +131,7 @@ def style(variant):
 
 
 def draw_lines(ax, series, windows=None, seeds_of=None, task=None):
-    beyond = []
+    marks = []
     for variant in sorted(series, key=lambda v: scheme_rank(v.split(" ")[0])):
         xs = sorted(series[variant])
         means = [statistics.mean(series[variant][x]) for x in xs]
@@ -143,17 +143,16 @@ def draw_lines(ax, series, windows=None, seeds_of=None, task=None):
             ws = [windows[(task, variant, s)] for s in seeds_of.get(variant, []) if (task, variant, s) in windows]
             finite = [w for w in ws if math.isfinite(w)]
             if finite:
-                beyond.append((statistics.median(finite), line.get_color()))
+                marks.append((statistics.median(finite), line.get_color()))
     # Windows within the tested distances as dotted lines; those beyond (PaTH's reflections mix over millions
     # of bytes) as triangles on the right edge, so they do not stretch the axis past the data.
-    if beyond:
+    if marks:
         right = max(x for v in series.values() for x in v)
-        for k, (w, color) in enumerate(sorted(beyond)):
+        for w, color in marks:
             if w <= right:
                 ax.axvline(w, color=color, ls=":", lw=1)
-            else:
-                ax.plot([1.0], [0.97 - 0.04 * k], transform=ax.transAxes, marker=">", ms=5, color=color,
-                        clip_on=False)
+        for k, (w, color) in enumerate(sorted(m for m in marks if m[0] > right)):
+            ax.plot([1.0], [0.97 - 0.04 * k], transform=ax.transAxes, marker=">", ms=5, color=color, clip_on=False)
 
 
 def main():

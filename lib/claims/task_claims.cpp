@@ -10,8 +10,8 @@
 #include <toml++/toml.h>
 
 #include "io/csv_read.h"
-#include "io/table.h"
 #include "io/parse.h"
+#include "io/table.h"
 #include "runs/config.h"
 #include "runs/probe.h"
 #include "runs/task_eval.h"
