@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""Which write does a flip-flop model read? A committed model (paper-figures/tasks-cpu/models/flipflop/) scored
+in PyTorch on the distance sets `routelab eval` asks of it (the latest write exactly D bytes before the read),
+its wrong answers split by whether they repeat the bit of the write before the latest one. A model that reads
+that stale look-alike instead of the latest write errs on the reads where the two bits differ, and its wrong
+answers are the stale bit.
+
+  PYTHONPATH=build/python /usr/bin/python3 examples/python/stale_reads.py [MODEL] [--distances 6,8,10]
+
+MODEL defaults to the suite's two-layer RoPE (rope-layers=2-s1), which is right with its write 6 or 10 bytes
+back and at chance at 8 (docs/results.md). Needs numpy, torch and the compiled routelab module (the sets).
+Run by the test command: exits 1 if its errors differ from the committed flipflop.csv's at a distance both hold.
+"""
+import argparse
+import csv
+import os
+import sys
+
+import numpy as np
+import torch
+
+import routelab
+import routelab.torch as rt
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODELS = os.path.join(ROOT, "paper-figures", "tasks-cpu", "models", "flipflop")
+SUITE_CSV = os.path.join(ROOT, "paper-figures", "tasks-cpu", "flipflop.csv")
+READS = 400  # the suite's task_distance_reads (experiments/flipflop-cpu.toml)
+
+
+def committed_errors(model_file):
+    """{distance: errors} of the suite's CSV for the run the model file is named after (SCHEME[-layers=N]-sS)."""
+    name = os.path.basename(model_file)[: -len(".safetensors")]
+    scheme, *swept, seed = name.split("-")
+    layers = next((s.split("=")[1] for s in swept if s.startswith("layers=")), "1")
+    with open(SUITE_CSV) as f:
+        return {int(r["distance"]): int(r["errors"]) for r in csv.DictReader(f)
+                if r["scheme"] == scheme and r["layers"] == layers and r["seed"] == seed[1:]
+                and r["set"] == "distance"}
+
+
+def stale_split(model, s):
+    """(errors, errors that are the previous write's bit, reads whose previous write's bit differs)."""
+    tokens = torch.from_numpy(s["bytes"][:, :-1].astype(np.int64))
+    with torch.no_grad():  # 50 sequences at a time: a batch's attention scores are batch x heads x T x T
+        predicted = torch.cat([model(chunk).argmax(-1) for chunk in tokens.split(50)]).numpy()
+    errors = stale = differ = 0
+    for q, t, _ in s["reads"]:
+        row = s["bytes"][q]
+        writes = np.flatnonzero(row[:t] == ord("w"))
+        answer, guess = row[t + 1], predicted[q, t]
+        previous = row[writes[-2] + 1] if len(writes) > 1 else None
+        errors += guess != answer
+        stale += guess != answer and guess == previous
+        differ += previous is not None and previous != answer
+    return int(errors), int(stale), int(differ)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model", nargs="?", default=os.path.join(MODELS, "rope-layers=2-s1.safetensors"))
+    ap.add_argument("--distances", default="6,8,10")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    distances = tuple(int(d) for d in args.distances.split(","))
+    model = rt.from_safetensors(args.model, dtype=torch.float32)
+    committed = committed_errors(args.model)
+    print(f"{os.path.basename(args.model)}: reads of the latest write D bytes back")
+    print(f"{'D':>5} {'reads':>6} {'errors':>7} {'= previous write':>17} {'previous differs':>17}")
+    status = 0
+    for s in routelab.task_sets(args.model, "1x", distances=distances, distance_reads=READS):
+        if s["set"] != "distance":
+            continue
+        errors, stale, differ = stale_split(model, s)
+        print(f"{s['distance']:>5} {len(s['reads']):>6} {errors:>7} {stale:>17} {differ:>17}")
+        if s["distance"] in committed and committed[s["distance"]] != errors:
+            print(f"stale_reads: {errors} errors at D = {s['distance']}, the committed CSV says "
+                  f"{committed[s['distance']]}", file=sys.stderr)
+            status = 1
+    if not committed:
+        print("stale_reads: the model is not one of the suite's; its errors are not checked", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
