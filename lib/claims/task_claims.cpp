@@ -153,7 +153,7 @@ std::vector<SubjectMargins> window_predicts_break(const TaskReadings& s) {
     for (const auto& [seed, _] : seeds) {
       const auto r = window_reading(s, scheme, seed);
       if (!r || !r->learned) continue;
-      m.seeds.push_back({seed, r->hit ? 1.0 : -1.0,
+      m.seeds.push_back({seed, r->hit() ? 1.0 : -1.0,
                          fmt::format("window {}, break {} (distances to {})",
                                      *r->window < 0 ? "never" : break_text(*r->window), break_text(r->observed),
                                      r->largest_distance)});
@@ -190,7 +190,6 @@ std::optional<WindowReading> window_reading(const TaskReadings& s, const std::st
   r.largest_distance = k->second.rbegin()->first;
   if (const auto w = s.windows.find(scheme); w != s.windows.end())
     if (const auto x = w->second.find(seed); x != w->second.end()) r.window = x->second;
-  if (r.window) r.hit = window_rule_hit(*r.window, r.observed, r.largest_distance);
   return r;
 }
 
@@ -203,7 +202,7 @@ std::string task_readings_csv(const std::vector<TaskReadings>& settings) {
         const auto r = window_reading(s, scheme, seed);
         if (!r) continue;
         const std::string window = !r->window ? "" : *r->window < 0 ? "inf" : std::to_string(*r->window);
-        const std::string rule = !r->window || !r->learned ? "" : r->hit ? "hit" : "miss";
+        const std::string rule = !r->window || !r->learned ? "" : r->hit() ? "hit" : "miss";
         out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", csv_field(s.setting), scheme, seed, window,
                            r->short_level.reads, r->short_level.errors, r->learned ? "true" : "false",
                            r->observed < 0 ? "" : std::to_string(r->observed), r->largest_distance, rule);

@@ -90,7 +90,8 @@ struct WindowReading {
   long long observed = -1;  // observed_break; -1 none
   int64_t largest_distance = 0;
   std::optional<long long> window;  // bytes, -1 never mixes; unset: not probed
-  bool hit = false;                 // window_rule_hit, where window is set
+  // window_rule_hit; false where the run was not probed.
+  bool hit() const { return window && window_rule_hit(*window, observed, largest_distance); }
 };
 // nullopt where the run has fewer than four distance sets.
 std::optional<WindowReading> window_reading(const TaskReadings& s, const std::string& scheme, uint64_t seed);
