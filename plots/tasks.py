@@ -56,6 +56,11 @@ def one_layer_unnamed(variant):
     return scheme + (" " + ", ".join(parts) if parts else "")
 
 
+def with_depth(scheme, layers):
+    """A run's variant by its depth alone: the scheme, with `layers=N` for a model deeper than one layer."""
+    return scheme + (f" layers={layers}" if str(layers) != "1" else "")
+
+
 def load(path):
     rows = []
     for i, row in label_variants(path, read_checked(path, COLUMNS, "task", "tasks.py", TEXT), COLUMNS):
@@ -113,8 +118,7 @@ def windows_of(paths):
             c = runs.get(r["run"])
             if c is None:
                 fail(f"--windows {p}: run {r['run']} is not in {side}")
-            layers = int(c["model"]["layers"])
-            variant = r["scheme"] + (f" layers={layers}" if layers != 1 else "")
+            variant = with_depth(r["scheme"], c["model"]["layers"])
             w = r["layer_window_median"]
             per.setdefault((c["data"]["task"], variant, int(r["seed"])), {})[r["layer"]] = \
                 math.inf if w == "inf" else float(w)
@@ -196,7 +200,7 @@ def main():
                 curves += [r for r in read_rows(loss) if "read_error" in r]
         series = {}
         for r in curves:
-            key = r["scheme"] + (f" layers={r['layers']}" if r.get("layers", "1") != "1" else "")
+            key = with_depth(r["scheme"], r.get("layers", "1"))
             series.setdefault(key, {}).setdefault(int(r["step"]), []).append(float(r["read_error"]))
         if series:
             draw_lines(ax, series)
