@@ -25,16 +25,16 @@ import routelab.torch as rt
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODELS = os.path.join(ROOT, "paper-figures", "tasks-cpu", "models", "flipflop")
 SUITE_CSV = os.path.join(ROOT, "paper-figures", "tasks-cpu", "flipflop.csv")
-READS = 400  # the suite's task_distance_reads (experiments/flipflop-cpu.toml)
 
 
-def committed_errors(model_file):
-    """{distance: errors} of the suite's CSV for the run the model file is named after (SCHEME[-layers=N]-sS)."""
+def committed_sets(model_file):
+    """{distance: (sequences, errors)} of the suite's CSV for the run the model file is named after
+    (SCHEME[-layers=N]-sS); a distance set scores one read per sequence."""
     name = os.path.basename(model_file)[: -len(".safetensors")]
     scheme, *swept, seed = name.split("-")
     layers = next((s.split("=")[1] for s in swept if s.startswith("layers=")), "1")
     with open(SUITE_CSV) as f:
-        return {int(r["distance"]): int(r["errors"]) for r in csv.DictReader(f)
+        return {int(r["distance"]): (int(r["sequences"]), int(r["errors"])) for r in csv.DictReader(f)
                 if r["scheme"] == scheme and r["layers"] == layers and r["seed"] == seed[1:]
                 and r["set"] == "distance"}
 
@@ -64,18 +64,25 @@ def main():
     torch.set_num_threads(1)
     distances = tuple(int(d) for d in args.distances.split(","))
     model = rt.from_safetensors(args.model, dtype=torch.float32)
-    committed = committed_errors(args.model)
+    committed = committed_sets(args.model)
+    # The suite's sequences per distance set, so the sets are the ones its CSV scored (routelab's default otherwise).
+    reads = {n for n, _ in committed.values()}
+    if len(reads) > 1:
+        print(f"stale_reads: the committed distance sets hold {sorted(reads)} sequences; expected one count",
+              file=sys.stderr)
+        return 2
+    sets = dict(distance_reads=reads.pop()) if reads else {}
     print(f"{os.path.basename(args.model)}: reads of the latest write D bytes back")
     print(f"{'D':>5} {'reads':>6} {'errors':>7} {'= previous write':>17} {'previous differs':>17}")
     status = 0
-    for s in routelab.task_sets(args.model, "1x", distances=distances, distance_reads=READS):
+    for s in routelab.task_sets(args.model, "1x", distances=distances, **sets):
         if s["set"] != "distance":
             continue
         errors, stale, differ = stale_split(model, s)
         print(f"{s['distance']:>5} {len(s['reads']):>6} {errors:>7} {stale:>17} {differ:>17}")
-        if s["distance"] in committed and committed[s["distance"]] != errors:
+        if s["distance"] in committed and committed[s["distance"]][1] != errors:
             print(f"stale_reads: {errors} errors at D = {s['distance']}, the committed CSV says "
-                  f"{committed[s['distance']]}", file=sys.stderr)
+                  f"{committed[s['distance']][1]}", file=sys.stderr)
             status = 1
     if not committed:
         print("stale_reads: the model is not one of the suite's; its errors are not checked", file=sys.stderr)
