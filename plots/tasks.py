@@ -1,13 +1,12 @@
 """The task runs (issue 51): read error against length and against the
 distance of the read's source, one line per scheme (the mean over seeds, the
 seeds' spread as a band), each model's mixing window marked on the distance
-panel (from a probe's angles CSV, when given), and the learning curves of
+panel (from `routelab claims --readings` of the same CSVs, when given), and the learning curves of
 read error from the -loss.csv beside the CSV. With --table, also a markdown
 table of flip-flop's error at the training length, sparse FFL(0.98) and dense
 FFL(0.1) beside PaTH's Table 1 (Yang et al. 2025), for the docs' splice.
 Reads task CSVs written by routelab; recomputes nothing but means over seeds."""
 import argparse
-import json
 import math
 import os
 import statistics
@@ -40,7 +39,8 @@ def arguments():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv", nargs="+", help="task CSVs written by routelab (eval or experiment)")
     ap.add_argument("--out", help="output path without extension (.png and .pdf are written)")
-    ap.add_argument("--windows", nargs="*", default=[], help="probe angles CSVs (FILE-angles.csv) of the same runs")
+    ap.add_argument("--readings", help="the task readings of the same CSVs (routelab claims CSV... --windows PROBE... "
+                    "--readings FILE): each probed run's mixing window")
     ap.add_argument("--table", help="write the flip-flop table (markdown) to this file")
     args = ap.parse_args()
     if not args.out and not args.table:
@@ -50,7 +50,7 @@ def arguments():
 
 def one_layer_unnamed(variant):
     """A variant without `layers=1`: PaTH's table and the one-layer runs keep the scheme's bare name when a
-    deeper arm of the scheme sits beside them, as the probe's windows and the loss curves name them."""
+    deeper arm of the scheme sits beside them, as the loss curves name them."""
     scheme, _, swept = variant.partition(" ")
     parts = [p for p in swept.split(", ") if p and p != "layers=1"]
     return scheme + (" " + ", ".join(parts) if parts else "")
@@ -100,31 +100,36 @@ def by_variant(rows, x):
     return out
 
 
-def windows_of(paths):
-    """{(task, variant, seed): window in bytes, the lower median over layers}. The probe's sidecar
-    (FILE.csv.json beside FILE-angles.csv) names each run's task and configuration, so runs of two
-    tasks, or of one scheme at two depths, keep their own windows."""
+READINGS = ["setting", "scheme", "seed", "window"]
+
+
+def setting_of(row):
+    """A row's setting as `routelab claims` names it: the task, then key=value for each swept cell it has."""
+    return row["task"] + "".join(f" {k}={v}" for k, v in row["swept"].items() if v != "")
+
+
+def windows_of(path, rows):
+    """{(task, variant, seed): window in bytes} for the distance rows' runs, read from `routelab claims
+    --readings`, which computes each run's window (the lower median over its layers) for the window claim:
+    the figure marks the windows the claim judged. A run with neither angles nor reflections has none."""
+    if path is None:
+        return None
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+    if any(c not in header for c in READINGS) or "learned" not in header:
+        fail(f"--readings {path}: not task readings (routelab claims TASK.csv --readings FILE); "
+             f"its header is {','.join(header)}")
+    window = {}
+    for r in read_rows(path):
+        if r["window"] != "":
+            window[(r["setting"], r["scheme"], int(r["seed"]))] = math.inf if r["window"] == "inf" else float(r["window"])
     out = {}
-    for p in paths:
-        if not p.endswith("-angles.csv"):
-            fail(f"--windows {p}: not a probe's angles CSV (FILE-angles.csv)")
-        side = p[: -len("-angles.csv")] + ".csv.json"
-        if not os.path.isfile(side):
-            fail(f"--windows {p}: its probe's sidecar {side} is missing")
-        with open(side) as f:
-            runs = {r["run"]: r["config"] for r in json.load(f)["runs"]}
-        per = {}
-        for r in read_rows(p):
-            c = runs.get(r["run"])
-            if c is None:
-                fail(f"--windows {p}: run {r['run']} is not in {side}")
-            variant = with_depth(r["scheme"], c["model"]["layers"])
-            w = r["layer_window_median"]
-            per.setdefault((c["data"]["task"], variant, int(r["seed"])), {})[r["layer"]] = \
-                math.inf if w == "inf" else float(w)
-        for k, layers in per.items():
-            v = sorted(layers.values())
-            out[k] = v[(len(v) - 1) // 2]
+    for r in rows:
+        w = window.get((setting_of(r), r["scheme"], int(r["seed"])))
+        if r["set"] == "distance" and w is not None:
+            out[(r["task"], r["variant"], int(r["seed"]))] = w
+    if window and not out:
+        fail(f"--readings {path}: none of its runs is a run of these CSVs' distance sets")
     return out
 
 
@@ -167,7 +172,7 @@ def main():
     if not args.out:
         return
     tasks = sorted({r["task"] for r in rows})
-    windows = windows_of(args.windows)
+    windows = windows_of(args.readings, rows)
     fig, axes = plt.subplots(len(tasks), 3, figsize=(15, 4.6 * len(tasks)), squeeze=False, layout="constrained")
     for row_axes, task in zip(axes, tasks):
         mine = [r for r in rows if r["task"] == task]
@@ -184,7 +189,7 @@ def main():
         for r in dist:
             seeds_of.setdefault(r["variant"], set()).add(int(r["seed"]))
         if dist:
-            draw_lines(ax, by_variant(dist, "distance"), windows if args.windows else None, seeds_of, task)
+            draw_lines(ax, by_variant(dist, "distance"), windows, seeds_of, task)
             ax.axvline(T, color="black", lw=0.8)
             ax.set_xscale("log", base=2)
         ax.set_xlabel("distance of the read's source (bytes); dotted: mixing window\n"
