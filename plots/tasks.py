@@ -122,7 +122,8 @@ def windows_of(path, rows):
     window = {}
     for r in read_rows(path):
         if r["window"] != "":
-            window[(r["setting"], r["scheme"], int(r["seed"]))] = math.inf if r["window"] == "inf" else float(r["window"])
+            w = math.inf if r["window"] == "inf" else float(r["window"])
+            window[(r["setting"], r["scheme"], int(r["seed"]))] = w
     out = {}
     for r in rows:
         w = window.get((setting_of(r), r["scheme"], int(r["seed"])))

@@ -82,7 +82,8 @@ class Windows(unittest.TestCase):
                           "flipflop layers=2,rope,1,inf,1200,10,true,64,2048,",
                           "flipflop layers=1,rope,1,,1200,10,true,64,2048,"])
         self.assertEqual(w, {("flipflop", "learned_qkv", 1): 17, ("flipflop", "learned_qkv", 2): 12,
-                             ("flipflop", "learned_qkv layers=2", 1): 11, ("flipflop", "rope layers=2", 1): float("inf")})
+                             ("flipflop", "learned_qkv layers=2", 1): 11,
+                             ("flipflop", "rope layers=2", 1): float("inf")})
 
     def refused(self, readings):
         err = io.StringIO()
@@ -92,7 +93,8 @@ class Windows(unittest.TestCase):
         return err.getvalue()
 
     def test_readings_of_other_runs_are_refused(self):
-        self.assertIn("none of its runs", self.refused([READINGS, "latest-value layers=1,learned_qkv,1,17,1,1,true,8,2048,"]))
+        other = "latest-value layers=1,learned_qkv,1,17,1,1,true,8,2048,"
+        self.assertIn("none of its runs", self.refused([READINGS, other]))
 
     def test_text_readings_are_refused(self):
         self.assertIn("not task readings", self.refused(["setting,scheme,seed,window,bits_per_byte", "a,rope,1,2,3"]))
