@@ -174,7 +174,7 @@ def main():
         return
     tasks = sorted({r["task"] for r in rows})
     windows = windows_of(args.readings, rows)
-    fig, axes = plt.subplots(len(tasks), 3, figsize=(15, 4.6 * len(tasks)), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(len(tasks), 3, figsize=(18, 4.6 * len(tasks)), squeeze=False, layout="constrained")
     for row_axes, task in zip(axes, tasks):
         mine = [r for r in rows if r["task"] == task]
         T = int(mine[0]["train_len"])
@@ -214,7 +214,8 @@ def main():
         ax.set_ylabel("read error of the batch before its update (%)")
         ax.set_title(f"{task}: learning curves")
     for row_axes in axes:
-        row_axes[0].legend(fontsize=7, ncol=2)
+        # Beside the row, not over its lines: a suite holds two dozen variants.
+        row_axes[2].legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     save(fig, args.out)
 
 
