@@ -74,6 +74,26 @@ TEST(task_claims, the_markdown_states_the_task_rules_and_their_unit) {
   EXPECT_EQ(md.find("`alibi_flat`"), std::string::npos) << md;
 }
 
+// Two schemes that err on no read tie in every seed: the cell says so rather
+// than asking for more seeds than any power calculation can give.
+TEST(task_claims, a_tie_in_every_seed_is_not_sent_for_more_seeds) {
+  TaskReadings s{"flipflop", "flipflop", 512, {}, {}, {}};
+  put_lengths(s, "path_qk", 0.0, 0.0);
+  put_lengths(s, "path_qkv", 0.0, 0.0);
+  for (const char* scheme : {"path_qk", "path_qkv"})
+    for (auto& [seed, by_length] : s.lengths[scheme])
+      for (auto& [ratio, count] : by_length) count = {0, 2000};
+  const auto rs = evaluate_task_claims({s});
+  ASSERT_NE(find(rs, "task_qkv_rises_less", "path"), nullptr);
+  EXPECT_EQ(find(rs, "task_qkv_rises_less", "path")->verdict, claims::Verdict::marginal);
+  const std::string md = claims::task_claims_markdown(rs);
+  EXPECT_NE(md.find("marginal +0.000 [+0.000, +0.000] 0/3, every seed's margin is 0"), std::string::npos) << md;
+  EXPECT_EQ(md.find("needs more than"), std::string::npos) << md;
+  // One seed off zero: the margins differ, and the cell asks for seeds again.
+  s.lengths["path_qkv"][2][16] = {20, 2000};
+  EXPECT_NE(claims::task_claims_markdown(evaluate_task_claims({s})).find("needs"), std::string::npos);
+}
+
 TEST(task_claims, the_break_is_the_first_distance_above_the_short_level) {
   std::map<int64_t, ErrorCount> d;
   for (int64_t D : {2, 4, 8, 16, 32}) d[D] = at_rate(0.02, 500);

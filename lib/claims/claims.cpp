@@ -687,6 +687,14 @@ std::string power_text(int seeds) {
   return seeds > kMaxSeedsForPower ? fmt::format("more than {}", kMaxSeedsForPower) : std::to_string(seeds);
 }
 
+// What a marginal verdict lacks: "needs 40 seeds"; where every seed's margin
+// is exactly 0 (two schemes that err on no read), no seed count would help.
+std::string marginal_note(const ClaimResult& r) {
+  if (std::all_of(r.seeds.begin(), r.seeds.end(), [](const SeedMargin& m) { return m.margin == 0; }))
+    return "every seed's margin is 0";
+  return "needs " + power_text(r.seeds_for_power) + " seeds";
+}
+
 // The side readings of every seed, tidy: "1x cost=0.47;0.49|crossover=8;8".
 std::string side_csv(const ClaimResult& r) {
   std::string out;
@@ -735,7 +743,7 @@ std::string markdown_cell(const ClaimResult& r) {
     cell += fmt::format(" {} [{}, {}] {}/{}", fixed(r.mean), fixed(r.lo), fixed(r.hi), r.agree, n);
   }
   if (r.near_flip) cell += " †";
-  if (r.verdict == Verdict::marginal) cell += ", needs " + power_text(r.seeds_for_power) + " seeds";
+  if (r.verdict == Verdict::marginal) cell += ", " + marginal_note(r);
   if (!r.side.empty()) cell += "; " + sides_text(r);
   return cell;
 }
@@ -858,7 +866,7 @@ std::string claims_summary_markdown(const std::vector<ClaimResult>& results, con
         std::string subject = r->subject;
         std::vector<std::string> notes;
         if (v == Verdict::reading) notes.push_back(fixed(r->mean));
-        if (v == Verdict::marginal) notes.push_back("needs " + power_text(r->seeds_for_power) + " seeds");
+        if (v == Verdict::marginal) notes.push_back(marginal_note(*r));
         if (!r->side.empty()) notes.push_back(sides_text(*r));
         for (std::size_t i = 0; i < notes.size(); ++i) subject += (i ? ", " : " (") + notes[i];
         subjects += (subjects.empty() ? "" : "; ") + subject + (notes.empty() ? "" : ")");
