@@ -60,7 +60,8 @@ def circuit(model, s, chunk=20):
         with torch.no_grad(), recorded_attention() as probs:
             predicted = model(tokens[lo:lo + chunk]).argmax(-1).numpy()
         if len(probs) != 2:
-            raise SystemExit(f"flipflop_circuit: a model of {len(probs)} attention layers; this reads two")
+            raise ValueError(f"recorded {len(probs)} attention layers; this reads a two-layer model whose scheme "
+                             "ends in attend (not the Householder transports)")
         first, second = (p.numpy() for p in probs)
         heads = second.shape[1]
         if relays is None:
@@ -100,10 +101,15 @@ def main():
     ap.add_argument("--reads", type=int, default=100, help="sequences per distance set")
     args = ap.parse_args()
     distances = [int(d) for d in args.distances.split(",")]
+    try:
+        results = readings(args.model, distances, args.reads)
+    except ValueError as e:
+        print(f"flipflop_circuit: {args.model}: {e}", file=sys.stderr)
+        return 2
     print(f"{os.path.basename(args.model)}: the latest write D bytes before the read")
     print(f"{'D':>4} {'errors':>11} {'L1 on bit':>10}  second layer, each head: key it weighs most (share), "
           "L1 there on bit, weight on the byte before the read")
-    for d, r in readings(args.model, distances, args.reads).items():
+    for d, r in results.items():
         heads = "   ".join(f"h{h}: w{x['relay']:+d} ({x['share']:.0%}), {x['relay_holds']:.2f}, {x['before']:.3f}"
                            for h, x in enumerate(r["heads"]))
         print(f"{d:>4} {r['errors']:>4} of {r['reads']:<4} {r['first_at_read']:>9.2f}  {heads}")

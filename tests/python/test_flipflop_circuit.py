@@ -39,5 +39,12 @@ class BlindDistance(unittest.TestCase):
         self.assertTrue(40 <= eight["errors"] <= 60, eight["errors"])
 
 
+class Refused(unittest.TestCase):
+    def test_a_one_layer_model_is_refused(self):
+        one = flipflop_circuit.DEFAULT.replace("rope-layers=2-s1", "rope-s1")
+        with self.assertRaisesRegex(ValueError, "recorded 1 attention layers"):
+            flipflop_circuit.readings(one, (8,), reads=4)
+
+
 if __name__ == "__main__":
     unittest.main()
