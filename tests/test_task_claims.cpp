@@ -89,6 +89,10 @@ TEST(task_claims, a_tie_in_every_seed_is_not_sent_for_more_seeds) {
   const std::string md = claims::task_claims_markdown(rs);
   EXPECT_NE(md.find("marginal +0.000 [+0.000, +0.000] 0/3, every seed's margin is 0"), std::string::npos) << md;
   EXPECT_EQ(md.find("needs more than"), std::string::npos) << md;
+  // The terminal table (`routelab claims`' default output) says the same in its power column.
+  const std::string table = claims::claims_table(rs);
+  EXPECT_NE(table.find("none: every margin 0"), std::string::npos) << table;
+  EXPECT_EQ(table.find("more than 1000"), std::string::npos) << table;
   // One seed off zero: the margins differ, and the cell asks for seeds again.
   s.lengths["path_qkv"][2][16] = {20, 2000};
   EXPECT_NE(claims::task_claims_markdown(evaluate_task_claims({s})).find("needs"), std::string::npos);

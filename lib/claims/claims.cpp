@@ -687,12 +687,15 @@ std::string power_text(int seeds) {
   return seeds > kMaxSeedsForPower ? fmt::format("more than {}", kMaxSeedsForPower) : std::to_string(seeds);
 }
 
-// What a marginal verdict lacks: "needs 40 seeds"; where every seed's margin
-// is exactly 0 (two schemes that err on no read), no seed count would help.
+// Every seed's margin exactly 0 (two schemes that err on no read): no seed
+// count would separate them, so no renderer asks for one.
+bool every_margin_zero(const ClaimResult& r) {
+  return std::all_of(r.seeds.begin(), r.seeds.end(), [](const SeedMargin& m) { return m.margin == 0; });
+}
+
+// What a marginal verdict lacks: "needs 40 seeds", or that it is a tie.
 std::string marginal_note(const ClaimResult& r) {
-  if (std::all_of(r.seeds.begin(), r.seeds.end(), [](const SeedMargin& m) { return m.margin == 0; }))
-    return "every seed's margin is 0";
-  return "needs " + power_text(r.seeds_for_power) + " seeds";
+  return every_margin_zero(r) ? "every seed's margin is 0" : "needs " + power_text(r.seeds_for_power) + " seeds";
 }
 
 // The side readings of every seed, tidy: "1x cost=0.47;0.49|crossover=8;8".
@@ -799,7 +802,9 @@ std::string claims_table(const std::vector<ClaimResult>& results) {
                        r.setting, r.seeds.size(), verdict_name(r.verdict), fixed(r.mean),
                        r.seeds.size() >= 2 ? fmt::format("[{}, {}]", fixed(r.lo), fixed(r.hi)) : "(one seed)",
                        fmt::format("{}/{}", r.agree, r.seeds.size()), !r.default_sd ? "?" : r.near_flip ? "yes" : "no",
-                       r.seeds.size() >= 2 ? power_text(r.seeds_for_power) + " seeds" : "");
+                       r.seeds.size() < 2     ? ""
+                       : every_margin_zero(r) ? "none: every margin 0"
+                                              : power_text(r.seeds_for_power) + " seeds");
   return out;
 }
 
