@@ -114,20 +114,19 @@ def windows_of(path, rows):
     the figure marks the windows the claim judged. A run with neither angles nor reflections has none."""
     if path is None:
         return None
+    readings = read_checked(path, READINGS, "task readings", "tasks.py", ("setting", "scheme"))
+    # The text claims' readings have these columns too; only the task readings say whether a run learned.
     with open(path) as f:
         header = f.readline().strip().split(",")
-    if any(c not in header for c in READINGS) or "learned" not in header:
+    if "learned" not in header:
         fail(f"--readings {path}: not task readings (routelab claims TASK.csv --readings FILE); "
              f"its header is {','.join(header)}")
-    window = {}
-    for r in read_rows(path):
-        if r["window"] != "":
-            w = math.inf if r["window"] == "inf" else float(r["window"])
-            window[(r["setting"], r["scheme"], int(r["seed"]))] = w
+    window = {(r["setting"], r["scheme"], int(r["seed"])): r["window"] for _, r in readings
+              if not math.isnan(r["window"])}
     out = {}
     for r in rows:
-        w = window.get((setting_of(r), r["scheme"], int(r["seed"])))
-        if r["set"] == "distance" and w is not None:
+        w = window.get((setting_of(r), r["scheme"], int(r["seed"]))) if r["set"] == "distance" else None
+        if w is not None:
             out[(r["task"], r["variant"], int(r["seed"]))] = w
     if window and not out:
         fail(f"--readings {path}: none of its runs is a run of these CSVs' distance sets")
