@@ -27,7 +27,8 @@ runs::TaskEvalPlan plan_of(const std::string& lengths, const std::vector<double>
 }
 
 // Each set's description, its sequences (sequences x (window + 1) bytes,
-// the start byte first) and its reads (rows of sequence, position, distance).
+// the start byte first), its reads (rows of sequence, position, distance)
+// and the CLI's forward passes over it (batch, first_pass).
 // `source`: a run folder, or a file `routelab export` wrote (its config
 // travels in its metadata).
 py::list task_sets(const std::string& source, const runs::TaskEvalPlan& plan) {
@@ -59,6 +60,9 @@ py::list task_sets(const std::string& source, const runs::TaskEvalPlan& plan) {
     d["eval_len"] = s.window;
     d["distance"] = s.distance;
     d["sequences"] = s.sequences;
+    const runs::TaskSetPasses passes = runs::task_set_passes(s);
+    d["batch"] = passes.batch;
+    d["first_pass"] = passes.first_pass;
     d["bytes"] = owned_array(std::move(bytes), {n, width});
     d["reads"] = owned_array(std::move(reads), {m, 3});
     out.append(std::move(d));

@@ -49,35 +49,35 @@ def recorded_attention():
         attention.attend = attend
 
 
-def circuit(model, s, chunk=20):
+def circuit(model, s):
     """One distance set's reading: {reads, errors, first_at_read, heads: [{relay, share, relay_holds, before}]}.
-    `chunk` sequences at a time: each layer's probabilities are chunk x heads x T x T."""
-    tokens = torch.from_numpy(s["bytes"][:, :-1].astype(np.int64))
+    The CLI's passes (rt.task_passes), one at a time: each layer's probabilities are batch x heads x T x T."""
     relays, holds, before = None, None, None
     at_read = 0.0
     errors = 0
-    for lo in range(0, len(tokens), chunk):
-        with torch.no_grad(), recorded_attention() as probs:
-            predicted = model(tokens[lo:lo + chunk]).argmax(-1).numpy()
-        if len(probs) != 2:
-            raise ValueError(f"recorded {len(probs)} attention layers; this reads a two-layer model whose scheme "
-                             "ends in attend (not the Householder transports)")
-        first, second = (p.numpy() for p in probs)
-        heads = second.shape[1]
-        if relays is None:
-            relays, holds, before = [Counter() for _ in range(heads)], np.zeros(heads), np.zeros(heads)
-        for q, t, _ in s["reads"]:
-            if not lo <= q < lo + chunk:
-                continue
-            row, i = s["bytes"][q], q - lo
-            w = np.flatnonzero(row[:t] == ord("w"))[-1]  # the latest write; its bit is at w + 1
-            errors += predicted[i, t] != row[t + 1]
-            at_read += first[i, :, t, w + 1].max()
-            for h in range(heads):
-                key = int(second[i, h, t].argmax())
-                relays[h][key - w] += 1
-                holds[h] += first[i, :, key, w + 1].max()
-                before[h] += second[i, h, t, t - 1]
+    with recorded_attention() as probs:
+        for lo, logits in rt.task_passes(model, s):
+            predicted = logits.argmax(-1).numpy()
+            if len(probs) != 2:
+                raise ValueError(f"recorded {len(probs)} attention layers; this reads a two-layer model whose "
+                                 "scheme ends in attend (not the Householder transports)")
+            first, second = (p.numpy() for p in probs)
+            probs.clear()
+            heads = second.shape[1]
+            if relays is None:
+                relays, holds, before = [Counter() for _ in range(heads)], np.zeros(heads), np.zeros(heads)
+            for q, t, _ in s["reads"]:
+                if not lo <= q < lo + len(predicted):
+                    continue
+                row, i = s["bytes"][q], q - lo
+                w = np.flatnonzero(row[:t] == ord("w"))[-1]  # the latest write; its bit is at w + 1
+                errors += predicted[i, t] != row[t + 1]
+                at_read += first[i, :, t, w + 1].max()
+                for h in range(heads):
+                    key = int(second[i, h, t].argmax())
+                    relays[h][key - w] += 1
+                    holds[h] += first[i, :, key, w + 1].max()
+                    before[h] += second[i, h, t, t - 1]
     n = len(s["reads"])
     out = []
     for h in range(len(relays)):

@@ -108,12 +108,14 @@ std::vector<data::TaskSequence> task_set_sequences(const TaskSet& set, uint64_t 
   return out;
 }
 
+TaskSetPasses task_set_passes(const TaskSet& set) {
+  return {eval_batch(set.window), kTaskPass + (set_hash(set) & 0xfffff) * kMaxTaskPasses};
+}
+
 TaskSetResult evaluate_task_set(nn::ModelBackend& model, int vocab, const TaskSet& set, uint64_t seed,
                                 const std::function<void()>& after_pass) {
-  const uint64_t hash = set_hash(set);
-  const uint64_t first_pass = kTaskPass + (hash & 0xfffff) * kMaxTaskPasses;
+  const auto [batch, first_pass] = task_set_passes(set);
   const int64_t L = set.window;
-  const int batch = eval_batch(L);
   TaskSetResult r;
   double nats = 0;
   std::vector<int> tokens, targets;

@@ -65,6 +65,15 @@ std::vector<TaskSet> task_sets(const RunConfig& c, const TaskEvalPlan& plan, con
 // evaluate_task_set scores (the Python module hands them to PyTorch models).
 std::vector<data::TaskSequence> task_set_sequences(const TaskSet& set, uint64_t seed, int first, int count);
 
+// The forward passes evaluate_task_set makes over a set: `batch` sequences
+// each (the last one fewer), pass i drawing its random angles with pass id
+// first_pass + i, so a PyTorch model scored pass by pass sees the CLI's angles.
+struct TaskSetPasses {
+  int batch = 0;
+  uint64_t first_pass = 0;
+};
+TaskSetPasses task_set_passes(const TaskSet& set);
+
 TaskSetResult evaluate_task_set(nn::ModelBackend& model, int vocab, const TaskSet& set, uint64_t seed,
                                 const std::function<void()>& after_pass = nullptr);
 

@@ -444,8 +444,9 @@ class Run:
         """The sets task_eval scores, as a list of dicts: name, set ("length" or "distance"), task, p, eval_len,
         distance, sequences; "bytes", a uint8 array (sequences, eval_len + 1) whose row is one sequence (the start
         byte first: position t predicts byte t + 1); "reads", an int64 array of rows (sequence, position,
-        distance) whose answer is bytes[sequence, position + 1]. A PyTorch model scored on them (the most likely
-        next byte at each read) gives task_eval's errors."""
+        distance) whose answer is bytes[sequence, position + 1]; "batch" and "first_pass", task_eval's forward
+        passes (batch sequences each, pass i with pass id first_pass + i: the random angles). A PyTorch model scored
+        on them in those passes (routelab.torch.task_errors) gives task_eval's errors."""
         return task_sets(self.path, lengths, p=p, distances=distances, reads=reads, distance_reads=distance_reads,
                          seed=seed)
 

@@ -1,8 +1,10 @@
-"""Task runs from Python (issue 51): a tiny flip-flop model trained by routelab, exported, and scored again by
-routelab.torch (from_safetensors, float64) on the very sets `routelab eval` asks of it (Run.task_sets): at every
-read the most likely next byte, against the answer. The errors must be the CLI's, set by set, and the answers
-must be the bytes the sets say. A check that cannot fail checks nothing: the same scoring with the answer read
-one byte early (the read byte itself) must disagree with the CLI.
+"""Task runs from Python (issue 51): tiny flip-flop models trained by routelab, exported, and scored again by
+routelab.torch (from_safetensors, float64; rt.task_errors, rt.task_read_bits) on the very sets `routelab eval` asks
+of them (Run.task_sets), in the CLI's forward passes: at every read the most likely next byte against the answer,
+and -log2 p(answer). The errors must be the CLI's, set by set, the read bits within float32's reach of them, and the
+answers the bytes the sets say; with random angles, the read bits too. A check that cannot fail checks nothing: the
+same scoring with the answer read one byte early (the read byte itself) must disagree with the CLI, and so must the
+read bits of passes one off the CLI's (other random angles).
 
   PYTHONPATH=BUILD/python /usr/bin/python3 tests/python/test_task_torch.py --routelab BUILD/routelab
 """
@@ -26,14 +28,13 @@ CONFIG = {"model": {"d_model": 16, "heads": 2, "layers": 1, "context": 32, "sche
 SETS = dict(lengths="1x,2x", p=(0.98,), distances=(2, 8, 30), reads=300, distance_reads=100)
 
 
-def score(model, s, shift=1):
-    """Errors of `model` on a set (dict of Run.task_sets): the most likely byte at each read's position
-    against byte position + shift."""
-    tokens = torch.from_numpy(s["bytes"][:, :-1].astype(np.int64))
-    with torch.no_grad():
-        predicted = model(tokens).argmax(-1).numpy()
+TOL_READ_BITS = 1e-6  # float32 CLI against float64 PyTorch, a mean over 100-300 reads (seen: 5e-8)
+
+
+def read_byte_errors(model, s):
+    """Planted: errors when the answer is the read byte itself (one byte early)."""
     seq, at = s["reads"][:, 0], s["reads"][:, 1]
-    return int((predicted[seq, at] != s["bytes"][seq, at + shift]).sum())
+    return int((rt.task_read_logits(model, s).argmax(-1).numpy() != s["bytes"][seq, at]).sum())
 
 
 class TaskTorch(unittest.TestCase):
@@ -64,13 +65,34 @@ class TaskTorch(unittest.TestCase):
                 # Every answer is a bit.
                 seq, at = s["reads"][:, 0], s["reads"][:, 1]
                 self.assertTrue(set(np.unique(s["bytes"][seq, at + 1])) <= {ord("0"), ord("1")}, s["name"])
-                self.assertEqual(score(model, s), int(row["errors"]), s["name"])
-                wrong_answers_disagree |= score(model, s, shift=0) != int(row["errors"])
+                self.assertEqual(rt.task_errors(model, s), int(row["errors"]), s["name"])
+                self.assertAlmostEqual(rt.task_read_bits(model, s), float(row["read_bits"]), delta=TOL_READ_BITS)
+                wrong_answers_disagree |= read_byte_errors(model, s) != int(row["errors"])
             # The planted scorer (the read byte as its own answer) must not agree everywhere.
             self.assertTrue(wrong_answers_disagree)
             # A corpus-only keyword is refused in Python's words.
             with self.assertRaisesRegex(ValueError, "distances="):
                 run.task_eval(distances=(3,), out=os.path.join(work, "bad.csv"))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def test_random_angles_are_the_cli_passes(self):
+        # A random-angle model's logits depend on the pass ids: PyTorch's read bits are the CLI's only when every
+        # pass draws the CLI's angles (rt.task_passes), and one pass off (planted) must miss them.
+        torch.set_num_threads(1)
+        work = tempfile.mkdtemp(prefix="routelab_task_torch_random_")
+        try:
+            config = dict(CONFIG, model=dict(CONFIG["model"], scheme="random_qkv"))
+            run = routelab.train(config, os.path.join(work, "run"), threads=1)
+            cli = run.task_eval(**SETS, out=os.path.join(work, "eval.csv"))
+            model = rt.from_safetensors(run.export(os.path.join(work, "m.safetensors")), dtype=torch.float64)
+            sets = run.task_sets(**SETS)
+            off = []
+            for s, errors, bits in zip(sets, cli["errors"], cli["read_bits"]):
+                self.assertEqual(rt.task_errors(model, s), int(errors), s["name"])
+                self.assertAlmostEqual(rt.task_read_bits(model, s), float(bits), delta=TOL_READ_BITS, msg=s["name"])
+                off.append(abs(rt.task_read_bits(model, dict(s, first_pass=s["first_pass"] + 1)) - float(bits)))
+            self.assertGreater(max(off), TOL_READ_BITS, "one pass off gives the CLI's read bits")
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
@@ -86,8 +108,8 @@ class TaskTorch(unittest.TestCase):
         (s,) = routelab.task_sets(model_file, "1x")
         self.assertEqual((s["sequences"], len(s["reads"])), (int(row["sequences"]), int(row["reads"])))
         model = rt.from_safetensors(model_file, dtype=torch.float64)
-        self.assertEqual(score(model, s), int(row["errors"]))
-        self.assertNotEqual(score(model, s, shift=0), int(row["errors"]))  # planted: the read byte as its answer
+        self.assertEqual(rt.task_errors(model, s), int(row["errors"]))
+        self.assertNotEqual(read_byte_errors(model, s), int(row["errors"]))  # planted: the read byte as its answer
         # A file that is not an export is refused, naming it.
         with tempfile.NamedTemporaryFile(suffix=".safetensors") as bad:
             bad.write(b"not a safetensors file")
