@@ -853,6 +853,19 @@ def task_window(d, setting, scheme, *filters):
     return f"{lo} bytes" if lo == hi else f"{lo}-{hi} bytes"
 
 
+@family("task-window-rule")
+def task_window_rule(d, setting):
+    """The window rule's verdicts over every run of a task setting that has one (a probed window and a learned
+    task), from `routelab claims --readings`: `task-window-rule|latest_value` gives "6 hits and 23 misses"."""
+    rules = [r["window_rule"] for r in d.task_readings if r["setting"] == setting and r["window_rule"]]
+    if not rules:
+        fail(f"task-window-rule: no run at {setting} has a window rule verdict")
+    hits, misses = rules.count("hit"), rules.count("miss")
+    if hits + misses != len(rules):
+        fail(f"task-window-rule: verdicts other than hit and miss at {setting}")
+    return f"{hits} hit{'' if hits == 1 else 's'} and {misses} miss{'' if misses == 1 else 'es'}"
+
+
 # ---------------------------------------------------------------------------
 # Tables: TABLES[name](data) is the markdown between `<!-- claims:begin name -->` and its end.
 

@@ -112,6 +112,11 @@ class Quotes(unittest.TestCase):
             self.assertEqual(self.filled("task-window|flipflop layers=1|learned_qkv|seed=1"), "17 bytes")
             self.assertEqual(self.filled("task-window|flipflop layers=2|learned_qkv"), "300 bytes")
             self.assertEqual(self.filled("task-window|flipflop layers=1|rope"), "never")
+            # The rule's verdicts, counted over the setting's runs that have one (not the unprobed seed 3).
+            self.assertEqual(self.filled("task-window-rule|flipflop layers=1"), "3 hits and 2 misses")
+            self.assertEqual(self.filled("task-window-rule|flipflop layers=2"), "0 hits and 1 miss")
+            doc = self.doc("x <!-- q:task-window-rule|latest_value -->?<!-- /q -->\n")
+            self.assertEqual(self.quotes("write", doc).returncode, 2)
             doc = self.doc("x <!-- q:task-window|flipflop layers=1|path_qk -->?<!-- /q -->\n")
             r = self.quotes("write", doc)
             self.assertEqual(r.returncode, 2)
