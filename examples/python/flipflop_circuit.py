@@ -66,9 +66,8 @@ def circuit(model, s):
             heads = second.shape[1]
             if relays is None:
                 relays, holds, before = [Counter() for _ in range(heads)], np.zeros(heads), np.zeros(heads)
-            for q, t, _ in s["reads"]:
-                if not lo <= q < lo + len(predicted):
-                    continue
+            seq = s["reads"][:, 0]
+            for q, t, _ in s["reads"][(seq >= lo) & (seq < lo + len(predicted))]:
                 row, i = s["bytes"][q], q - lo
                 w = np.flatnonzero(row[:t] == ord("w"))[-1]  # the latest write; its bit is at w + 1
                 errors += predicted[i, t] != row[t + 1]

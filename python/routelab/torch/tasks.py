@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 
 def task_passes(model, s):
@@ -24,15 +25,14 @@ def task_passes(model, s):
 
 
 def task_read_logits(model, s):
-    """The model's logits at each of set s's reads, (reads, vocab), in s["reads"] order."""
+    """The model's logits at each of set s's reads, (reads, vocab), in s["reads"] order (sequence order, as
+    routelab.task_sets lists them, so each pass's reads follow the previous pass's)."""
     seq, at = torch.from_numpy(s["reads"][:, 0]), torch.from_numpy(s["reads"][:, 1])
-    out = None
+    parts = []
     for lo, logits in task_passes(model, s):
-        if out is None:
-            out = torch.empty(len(seq), logits.shape[-1], dtype=logits.dtype)
         mine = (seq >= lo) & (seq < lo + len(logits))
-        out[mine] = logits[seq[mine] - lo, at[mine]]
-    return out
+        parts.append(logits[seq[mine] - lo, at[mine]])
+    return torch.cat(parts)
 
 
 def _answers(s):
@@ -46,5 +46,4 @@ def task_errors(model, s):
 
 def task_read_bits(model, s):
     """Mean -log2 p(answer) over set s's reads (the CLI's `read_bits`)."""
-    logp = torch.log_softmax(task_read_logits(model, s).double(), dim=-1)
-    return float(-logp.gather(-1, _answers(s)[:, None]).mean() / math.log(2.0))
+    return float(F.cross_entropy(task_read_logits(model, s).double(), _answers(s)) / math.log(2.0))
